@@ -1,0 +1,306 @@
+"""The Python API: every operation of the CLI, returning typed results.
+
+    from vibe_worktree import Worktrees
+
+    wt = Worktrees(cwd="/path/to/repo")          # home: $VIBE_HOME or ~/.vibe
+    created = wt.create(prompt="fix the login bug")
+    with wt.hold(created.name):                  # retention keeps away meanwhile
+        ...                                      # work in created.path
+    wt.remove(created.name, confirm_dirty=True)  # snapshot first if anything would be lost
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from . import create as _create
+from . import remove as _remove
+from .create import Created
+from .errors import NotFound, ValidationFailed, VwtError
+from .layout import Claim, Root, resolve_home
+from .locks import Holder, acquire_holder, live_holders, new_holder_id, prune_lock, registry_lock
+from .prune import PruneResult
+from .prune import prune as _prune
+from .remove import Confirm, Removal, Snapshot, never
+from .worktrees import (
+    BROKEN,
+    MISSING,
+    READY,
+    SNAPSHOT,
+    Entry,
+    Inspection,
+    Repo,
+    entries,
+    inspect_checkout,
+    open_repo,
+    require_entry,
+    require_trusted,
+    validate_checkout,
+)
+
+Warn = Callable[[str], None]
+HOLDER_ENV = "VWT_HOLDER_ID"
+
+
+def warn_to_stderr(message: str) -> None:
+    print(f"vwt: warning: {message}", file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One row of `list`; status fields are None when not computed or not applicable."""
+
+    name: str
+    branch: str | None
+    path: str
+    bucket: str
+    repo_root: str | None
+    base_commit: str | None
+    branch_created: bool | None
+    claimed_at: str | None
+    state: str
+    holders: int
+    changes: int | None = None
+    ahead: int | None = None
+    problem: str | None = None
+
+    @property
+    def held(self) -> bool:
+        return self.holders > 0
+
+    @property
+    def clean(self) -> bool | None:
+        if self.changes is None or self.ahead is None:
+            return None
+        return self.changes == 0 and self.ahead == 0
+
+    def to_json(self) -> dict[str, object]:
+        return dict(
+            name=self.name, branch=self.branch, path=self.path, bucket=self.bucket,
+            repo_root=self.repo_root, base_commit=self.base_commit,
+            branch_created=self.branch_created, claimed_at=self.claimed_at, state=self.state,
+            held=self.held, holders=self.holders, changes=self.changes, ahead=self.ahead,
+            clean=self.clean,
+        )
+
+
+@dataclass(frozen=True)
+class WorktreeStatus:
+    """The cleanup inspection of one worktree (`vwt status`)."""
+
+    name: str
+    path: str
+    branch: str
+    branch_created: bool
+    base_commit: str | None
+    changes: int
+    untracked: int
+    ahead: int
+    holders: int
+
+    @property
+    def clean(self) -> bool:
+        return self.changes == 0 and self.ahead == 0
+
+    @property
+    def held(self) -> bool:
+        return self.holders > 0
+
+    def to_json(self) -> dict[str, object]:
+        return dict(
+            name=self.name, path=self.path, branch=self.branch,
+            branch_created=self.branch_created, base_commit=self.base_commit,
+            changes=self.changes, untracked=self.untracked, ahead=self.ahead, clean=self.clean,
+            held=self.held, holders=self.holders,
+        )
+
+
+def _listed(entry: Entry, holders: int) -> Listed:
+    record, recovery = entry.record, entry.recovery
+    source = record or recovery
+    return Listed(
+        name=entry.name,
+        branch=source.branch if source else None,
+        path=entry.claim.checkout,
+        bucket=entry.claim.bucket,
+        repo_root=source.repo_root if source else None,
+        base_commit=source.base_commit if source else None,
+        branch_created=record.branch_created if record else None,
+        claimed_at=record.claimed_at if record else None,
+        state=entry.state,
+        holders=holders,
+        problem=entry.problem,
+    )
+
+
+def _with_status(row: Listed, entry: Entry) -> Listed:
+    assert entry.record is not None
+    try:
+        inspection = inspect_checkout(validate_checkout(entry.claim), entry.record)
+    except VwtError as exc:
+        return _replace(row, problem=exc.message)
+    return _replace(row, changes=inspection.changes, ahead=inspection.ahead)
+
+
+def _replace(row: Listed, **changes: object) -> Listed:
+    from dataclasses import replace
+
+    return replace(row, **changes)  # type: ignore[arg-type]
+
+
+def status_pool_size() -> int:
+    return max(2, min(8, 2 * (os.cpu_count() or 1)))
+
+
+class Worktrees:
+    """All operations on the managed worktrees under one home."""
+
+    def __init__(self, home: str | None = None, cwd: str | None = None,
+                 warn: Warn = warn_to_stderr) -> None:
+        self.root = Root(resolve_home(home))
+        self.cwd = os.path.abspath(cwd or os.getcwd())
+        self.warn = warn
+        self._repo: Repo | None = None
+
+    @property
+    def repo(self) -> Repo:
+        """The repository containing `cwd` (NotARepository otherwise)."""
+        if self._repo is None:
+            self._repo = open_repo(self.root, self.cwd)
+        return self._repo
+
+    def claim(self, name: str) -> Claim:
+        return self.repo.claim(name)
+
+    # -- create ---------------------------------------------------------------------------
+    def create(self, name: str | None = None, *, prompt: str | None = None,
+               branch: str | None = None, from_ref: str | None = None,
+               fetch: bool = True) -> Created:
+        """Create a worktree (or reuse NAME after validating it)."""
+        if name is not None:
+            return _create.create_named(self.repo, name, branch, from_ref, fetch, self.warn)
+        if branch is not None:
+            raise VwtError("--branch needs a NAME; an automatic name has its own vibe/ branch", 2)
+        return _create.create_auto(self.repo, prompt, from_ref, fetch, self.warn)
+
+    def restore(self, name: str) -> Created:
+        return _create.restore(self.repo, name, self.warn)
+
+    # -- look ------------------------------------------------------------------------------
+    def list(self, *, all_repos: bool = False, with_status: bool = True) -> list[Listed]:
+        buckets = self.root.buckets() if all_repos else [self.repo.bucket]
+        found = entries(self.root, buckets)
+        with registry_lock(self.root):
+            rows = [_listed(e, len(live_holders(e.claim))) for e in found]
+        if not with_status:
+            return rows
+        ready = [i for i, e in enumerate(found) if e.state == READY]
+        if ready:
+            with ThreadPoolExecutor(status_pool_size()) as pool:
+                done = pool.map(lambda i: _with_status(rows[i], found[i]), ready)
+                for i, row in zip(ready, done, strict=True):
+                    rows[i] = row
+        return rows
+
+    def path(self, name: str) -> str:
+        claim = self.claim(name)
+        entry = require_entry(claim)
+        require_trusted(entry)
+        return claim.checkout
+
+    def status(self, name: str) -> WorktreeStatus:
+        claim = self.claim(name)
+        entry = require_entry(claim)
+        record = require_trusted(entry)
+        if entry.state not in (READY, MISSING):
+            raise VwtError(f"{name} is {entry.state}; there is no checkout to inspect yet")
+        target = _remove.target_for(entry)
+        inspection: Inspection = _remove.inspect(target)
+        with registry_lock(self.root):
+            holders = len(live_holders(claim))
+        return WorktreeStatus(
+            name, claim.checkout, record.branch, record.branch_created, record.base_commit,
+            inspection.changes, inspection.untracked, inspection.ahead, holders,
+        )
+
+    # -- hold ------------------------------------------------------------------------------
+    def hold(self, name: str, holder_id: str | None = None) -> Holder:
+        """Hold NAME for a live session; use as a context manager or call `.release()`.
+
+        Taken under the prune lock, so retention cannot slip in between the lookup
+        and the hold.
+        """
+        claim = self.claim(name)
+        with prune_lock(self.root):
+            entry = require_entry(claim)
+            require_trusted(entry)
+            if entry.state != READY:
+                raise VwtError(f"{name} is {entry.state}; it cannot be held")
+            validate_checkout(claim, self.repo.info.common_dir)
+            return acquire_holder(claim, holder_id or new_holder_id())
+
+    def run(self, name: str, command: Sequence[str], extra_env: dict[str, str] | None = None
+            ) -> int:
+        """Run `command` inside NAME while holding it; return its exit status."""
+        if not command:
+            raise VwtError("no command given; use: vwt run NAME -- CMD [ARG...]", 2)
+        with self.hold(name) as holder:
+            env = dict(os.environ)
+            env.update(VWT_NAME=name, VWT_PATH=holder.claim.checkout, **{HOLDER_ENV: holder.id})
+            env.update(extra_env or {})
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                child = subprocess.Popen(list(command), cwd=holder.claim.checkout, env=env,
+                                         restore_signals=True)
+            except FileNotFoundError:
+                signal.signal(signal.SIGINT, previous)
+                raise VwtError(f"command not found: {command[0]}", 127) from None
+            except PermissionError:
+                signal.signal(signal.SIGINT, previous)
+                raise VwtError(f"command cannot be run: {command[0]}", 126) from None
+            try:
+                code = child.wait()
+            finally:
+                signal.signal(signal.SIGINT, previous)
+        return 128 - code if code < 0 else code
+
+    # -- clean up --------------------------------------------------------------------------
+    def remove(self, name: str, *, confirm_dirty: bool | Confirm = False,
+               delete_branch: bool | None = None, confirm_branch: Confirm = never) -> Removal:
+        """Remove NAME safely. Dirty work needs `confirm_dirty` (and is snapshotted first)."""
+        claim = self.claim(name)
+        ask = confirm_dirty if callable(confirm_dirty) else (lambda _q, v=confirm_dirty: v)
+        own = os.environ.get(HOLDER_ENV)
+        return _remove.remove_worktree(
+            _load(claim), claim, confirm_dirty=ask, delete_branch=delete_branch,
+            confirm_branch=confirm_branch, ignore_holders=frozenset([own] if own else []),
+        )
+
+    def snapshot(self, name: str) -> Snapshot:
+        claim = self.claim(name)
+        entry = require_entry(claim)
+        require_trusted(entry)
+        if entry.state != READY:
+            raise VwtError(f"{name} is {entry.state}; there is no checkout to snapshot")
+        return _remove.snapshot(_remove.target_for(entry))
+
+    def prune(self, keep: int | None = None, dry_run: bool = False) -> PruneResult:
+        return _prune(self.root, keep, dry_run, self.warn)
+
+
+def _load(claim: Claim) -> Entry | None:
+    from .worktrees import load_entry
+
+    return load_entry(claim)
+
+
+__all__ = [
+    "BROKEN", "MISSING", "READY", "SNAPSHOT", "Created", "Listed", "NotFound", "PruneResult",
+    "Removal", "Snapshot", "ValidationFailed", "WorktreeStatus", "Worktrees",
+]

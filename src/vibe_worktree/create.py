@@ -1,0 +1,367 @@
+"""Creating worktrees: `new` (with reuse and auto-naming) and `restore`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import git as g
+from .errors import GitFailed, NotFound, ValidationFailed, VwtError
+from .faults import checkpoint
+from .layout import Claim, ensure_dir, rmdir_if_empty
+from .locks import STARTING, Holder, acquire_holder, prune_lock, wait_for_holder_release
+from .names import (
+    AUTO_BRANCH_PREFIX,
+    candidate_names,
+    path_segment_problem,
+    random_slug,
+    slugify,
+    validate_branch,
+    validate_name,
+)
+from .records import Record, utc_now, write_record
+from .worktrees import (
+    MISSING,
+    RESERVED,
+    Repo,
+    load_entry,
+    require_trusted,
+    validate_checkout,
+    validate_for_reuse,
+)
+
+Warn = Callable[[str], None]
+STARTING_WAIT = 120.0
+CHECKOUT_WORKERS = 0  # 0: let git decide; tuned by the benchmarks
+
+
+@dataclass(frozen=True)
+class Created:
+    """The result of `new` or `restore`."""
+
+    name: str
+    branch: str
+    path: str
+    bucket: str
+    repo_root: str
+    base_commit: str
+    branch_created: bool
+    created: bool
+
+    def to_json(self) -> dict[str, object]:
+        return dict(
+            name=self.name, branch=self.branch, path=self.path, bucket=self.bucket,
+            repo_root=self.repo_root, base_commit=self.base_commit,
+            branch_created=self.branch_created, created=self.created,
+        )
+
+
+def _created(repo: Repo, record: Record, created: bool) -> Created:
+    assert record.base_commit is not None
+    return Created(
+        record.name, record.branch, repo.claim(record.name).checkout, repo.bucket,
+        record.repo_root, record.base_commit, record.branch_created, created,
+    )
+
+
+def _reserve(claim: Claim, record: Record) -> Holder:
+    """Take the name: `mkdir` of the checkout is the atomic step (under the prune lock).
+
+    git cannot tell a path that is taken from a bad ref, so the path is ours
+    before `git worktree add` ever runs.
+    """
+    ensure_dir(os.path.dirname(claim.checkout))
+    os.mkdir(claim.checkout)  # FileExistsError: someone else has the name
+    try:
+        ensure_dir(claim.folder)
+        starting = acquire_holder(claim, STARTING)
+        write_record(claim.record_path, record)
+    except BaseException:
+        rmdir_if_empty(claim.checkout)
+        raise
+    return starting
+
+
+def _unreserve(claim: Claim, starting: Holder) -> None:
+    """Undo a reservation whose creation failed: only empty folders are removed."""
+    if rmdir_if_empty(claim.checkout) or not os.path.lexists(claim.checkout):
+        try:
+            os.unlink(claim.record_path)
+        except FileNotFoundError:
+            pass
+    starting.release()
+    rmdir_if_empty(claim.folder)
+    rmdir_if_empty(os.path.dirname(claim.folder))
+    rmdir_if_empty(os.path.dirname(claim.checkout))
+
+
+def _is_empty_dir(path: str) -> bool:
+    try:
+        return not os.listdir(path)
+    except FileNotFoundError:
+        return True
+    except NotADirectoryError:
+        return False
+
+
+def _finish(repo: Repo, claim: Claim, record: Record, starting: Holder, start: Start) -> Created:
+    try:
+        checkpoint("new.reserved")
+        g.worktree_add(
+            repo.git, claim.checkout, branch=record.branch, start=start.commit,
+            create_branch=start.create_branch, workers=CHECKOUT_WORKERS,
+        )
+        checkpoint("new.added")
+        final = record.with_base(start.commit)
+        write_record(claim.record_path, final)
+        checkpoint("new.recorded")
+    except BaseException:
+        if not os.path.exists(os.path.join(claim.checkout, ".git")):
+            _unreserve(claim, starting)
+        else:
+            starting.release()
+        raise
+    starting.release()
+    return _created(repo, final, True)
+
+
+@dataclass(frozen=True)
+class Start:
+    commit: str
+    create_branch: bool
+
+
+def resolve_start(repo: Repo, branch: str, from_ref: str | None, fetch: bool, warn: Warn) -> Start:
+    """Existing branch: check it out. Else `--from`, else the remote default, else HEAD."""
+    git = repo.git
+    tip = g.branch_tip(git, branch)
+    if tip is not None:
+        if from_ref:
+            warn(f"branch {branch} exists; checking it out and ignoring --from {from_ref}")
+        return Start(tip, False)
+    if from_ref:
+        commit = g.commit_of(git, from_ref)
+        if commit is None:
+            raise GitFailed(f"--from {from_ref!r} does not name a commit")
+        return Start(commit, True)
+    commit = remote_default_commit(git, fetch, warn)
+    if commit is None:
+        commit = g.commit_of(git, "HEAD")
+        if commit is None:
+            raise GitFailed("the repository has no commits yet; commit something first")
+    return Start(commit, True)
+
+
+def remote_default_commit(git: g.Git, fetch: bool, warn: Warn) -> str | None:
+    remote = g.pick_remote(git)
+    if remote is None:
+        return None
+    branch = g.remote_head_branch(git, remote)
+    if branch is None and fetch:
+        branch = g.ask_remote_head_branch(git, remote, g.FETCH_TIMEOUT)
+    if branch is None:
+        warn(f"cannot tell the default branch of {remote}; starting from HEAD")
+        return None
+    if fetch:
+        problem = g.fetch_branch(g.Git(git.cwd, housekeeping=False), remote, branch,
+                                 g.FETCH_TIMEOUT)
+        if problem:
+            warn(f"{problem}; using the last known {remote}/{branch}")
+    commit = g.commit_of(git, f"refs/remotes/{remote}/{branch}")
+    if commit is None:
+        warn(f"{remote}/{branch} is not known locally; starting from HEAD")
+    return commit
+
+
+def _new_record(repo: Repo, name: str, branch: str, branch_created: bool) -> Record:
+    return Record(
+        name=name, branch=branch, repo_root=repo.info.repo_root, base_commit=None,
+        branch_created=branch_created, claimed_at=utc_now(),
+    )
+
+
+def create_named(
+    repo: Repo, name: str, branch: str | None, from_ref: str | None, fetch: bool, warn: Warn
+) -> Created:
+    """`vwt new NAME`: create it, or reuse it after validating the checkout."""
+    validate_name(name, as_branch=branch is None)
+    branch = validate_branch(branch or name)
+    claim = repo.claim(name)
+    for _attempt in range(3):
+        outcome = _claim_or_reuse(repo, claim, branch)
+        if isinstance(outcome, Created):
+            return outcome
+        if isinstance(outcome, Holder):
+            start = _start_or_unreserve(repo, claim, outcome, branch, from_ref, fetch, warn)
+            record = _new_record(repo, name, branch, start.create_branch)
+            return _finish(repo, claim, record, outcome, start)
+        # another process is creating it right now: wait, then look again
+        if not wait_for_holder_release(claim, STARTING, STARTING_WAIT):
+            raise VwtError(f"{name} is still being created by another process; try again later")
+    raise VwtError(f"{name} keeps changing under us; try again")
+
+
+def _start_or_unreserve(
+    repo: Repo, claim: Claim, starting: Holder, branch: str, from_ref: str | None,
+    fetch: bool, warn: Warn,
+) -> Start:
+    try:
+        return resolve_start(repo, branch, from_ref, fetch, warn)
+    except BaseException:
+        _unreserve(claim, starting)
+        raise
+
+
+def _claim_or_reuse(repo: Repo, claim: Claim, branch: str) -> Created | Holder | None:
+    """Under the prune lock: reuse (Created), reserve (Holder), or None to wait."""
+    with prune_lock(repo.root):
+        entry = load_entry(claim)
+        if entry is None:
+            if os.path.lexists(claim.checkout) and not _is_empty_dir(claim.checkout):
+                raise ValidationFailed(
+                    f"{claim.checkout} exists but is not managed; move it away or pick another name"
+                )
+            if os.path.isdir(claim.checkout) and not os.path.islink(claim.checkout):
+                os.rmdir(claim.checkout)  # an empty leftover of a crashed creation
+            return _reserve(claim, _new_record(repo, claim.name, branch, True))
+        record = require_trusted(entry)
+        if entry.state == RESERVED:
+            return _resume_reservation(repo, claim, record)
+        if entry.state == MISSING:
+            raise ValidationFailed(
+                f"{claim.checkout} is missing; run vwt rm {claim.name} (or vwt prune) first"
+            )
+        if record.branch != branch:
+            raise ValidationFailed(
+                f"{claim.name} exists on branch {record.branch}, not {branch}; pick another name"
+            )
+        validate_for_reuse(claim, record, repo.info.common_dir)
+        return _created(repo, record, False)
+
+
+def _resume_reservation(repo: Repo, claim: Claim, record: Record) -> Created | Holder | None:
+    """A reservation without a base commit: in progress, or left by a crash."""
+    try:
+        starting = acquire_holder(claim, STARTING)
+    except VwtError:
+        return None  # a live creator holds `.starting`
+    if _is_empty_dir(claim.checkout):
+        if not os.path.isdir(claim.checkout):
+            os.mkdir(claim.checkout)
+        return starting
+    try:  # the crash came after `git worktree add`: adopt the checkout it made
+        checkout = validate_for_reuse(claim, record, repo.info.common_dir)
+        final = record.with_base(g.head_commit(checkout.git))
+        write_record(claim.record_path, final)
+    finally:
+        starting.release()
+    return _created(repo, final, False)
+
+
+def create_auto(
+    repo: Repo, prompt: str | None, from_ref: str | None, fetch: bool, warn: Warn
+) -> Created:
+    """`vwt new -p PROMPT`: a fresh worktree named from the prompt, never a reuse."""
+    slug = slugify(prompt or "")
+    random_name = not slug
+    for _attempt in range(20):
+        if random_name:
+            slug = random_slug()
+        taken_branches = g.existing_branches(repo.git, f"{AUTO_BRANCH_PREFIX}{slug}")
+        taken_branches |= g.existing_branches(repo.git, f"{AUTO_BRANCH_PREFIX}{slug}-*")
+        reserved = _reserve_first_free(repo, slug, taken_branches)
+        if reserved is not None:
+            claim, starting, branch = reserved
+            start = _start_or_unreserve(repo, claim, starting, branch, from_ref, fetch, warn)
+            record = _new_record(repo, claim.name, branch, start.create_branch)
+            return _finish(repo, claim, record, starting, start)
+        if not random_name:
+            raise VwtError(f"all names from {slug} to {slug}-100 are taken; pass a NAME")
+    raise VwtError("could not find a free random name; pass a NAME")
+
+
+def _reserve_first_free(
+    repo: Repo, slug: str, taken_branches: set[str]
+) -> tuple[Claim, Holder, str] | None:
+    with prune_lock(repo.root):
+        for name in candidate_names(slug):
+            branch = f"{AUTO_BRANCH_PREFIX}{name}"
+            claim = repo.claim(name)
+            if path_segment_problem(name) or branch in taken_branches:
+                continue
+            if os.path.lexists(claim.folder) or os.path.lexists(claim.checkout):
+                continue
+            return claim, _reserve(claim, _new_record(repo, name, branch, True)), branch
+    return None
+
+
+def restore(repo: Repo, name: str, warn: Warn) -> Created:
+    """Recreate a snapshotted-and-removed worktree with its files as uncommitted changes."""
+    claim = repo.claim(name)
+    entry = load_entry(claim)
+    if entry is None:
+        raise NotFound(f"no snapshot of {name!r} in this repository; see vwt list")
+    if entry.problem is not None:
+        require_trusted(entry)
+    if entry.record is not None or entry.recovery is None:
+        raise VwtError(f"{name} is not removed; nothing to restore (it is at {claim.checkout})")
+    recovery = entry.recovery
+    git = repo.git
+    snapshot = g.commit_of(git, recovery.snapshot_ref)
+    if snapshot is None:
+        raise GitFailed(f"{recovery.snapshot_ref} is gone; {name} cannot be restored")
+    parent = g.commit_of(git, f"{snapshot}^1")
+    if parent is None:
+        raise GitFailed(f"{recovery.snapshot_ref} has no parent commit to restore onto")
+    branch, create_branch = _restore_branch(git, recovery.branch, parent)
+    branch_created = create_branch or recovery.branch_created
+    with prune_lock(repo.root):
+        if load_entry(claim) != entry:
+            raise VwtError(f"{name} changed while restoring; try again")
+        if os.path.isdir(claim.checkout) and _is_empty_dir(claim.checkout):
+            os.rmdir(claim.checkout)
+        elif os.path.lexists(claim.checkout):
+            raise ValidationFailed(f"{claim.checkout} exists; move it away before restoring")
+        record = _new_record(repo, name, branch, branch_created)
+        starting = _reserve(claim, record)
+    try:
+        checkpoint("restore.reserved")
+        g.worktree_add(git, claim.checkout, branch=branch, start=parent,
+                       create_branch=create_branch)
+        checkpoint("restore.added")
+        user_git = g.Git(claim.checkout, housekeeping=False)
+        user_git.run("read-tree", "--reset", "-u", snapshot)
+        user_git.run("reset", "--quiet", "--no-refresh")
+        checkpoint("restore.populated")
+        final = record.with_base(parent)
+        write_record(claim.record_path, final)
+        checkpoint("restore.recorded")
+        os.unlink(claim.recovery_path)
+    except BaseException:
+        if not os.path.exists(os.path.join(claim.checkout, ".git")):
+            _unreserve(claim, starting)
+        else:
+            starting.release()
+        raise
+    starting.release()
+    if branch != recovery.branch:
+        warn(f"branch {recovery.branch} has moved on; restored onto {branch}")
+    return _created(repo, final, True)
+
+
+def _restore_branch(git: g.Git, branch: str, parent: str) -> tuple[str, bool]:
+    """The branch to restore onto, and whether it must be created at `parent`."""
+    tip = g.branch_tip(git, branch)
+    if tip is None:
+        return branch, True
+    if tip == parent and g.branch_checked_out_elsewhere(git, branch) is None:
+        return branch, False
+    for n in range(1, 101):
+        candidate = f"{branch}-restored" if n == 1 else f"{branch}-restored-{n}"
+        if g.branch_tip(git, candidate) is None:
+            return candidate, True
+    raise VwtError(f"too many {branch}-restored branches; delete some")
+
+
+__all__ = ["Created", "create_auto", "create_named", "restore", "validate_checkout"]

@@ -1,0 +1,387 @@
+"""The one place git runs. Every git question is a small function here.
+
+Housekeeping calls (everything but creating a checkout for the user) run with
+fsmonitor and hooks off, no credential prompts, and every filter driver the
+repository's own config defines neutralised: the repository belongs to someone
+else and its config may name any command.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .errors import GitFailed, NotARepository, VwtError
+
+_HARDENING = (
+    "-c", "core.fsmonitor=false",
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "core.untrackedCache=false",
+    "-c", "gc.auto=0",
+    "-c", "maintenance.auto=false",
+    "-c", "commit.gpgSign=false",
+    "-c", "diff.external=",
+    "-c", "protocol.ext.allow=never",
+)
+SNAPSHOT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "vibe-worktree",
+    "GIT_AUTHOR_EMAIL": "vwt@localhost",
+    "GIT_COMMITTER_NAME": "vibe-worktree",
+    "GIT_COMMITTER_EMAIL": "vwt@localhost",
+}
+FETCH_TIMEOUT = 10.0
+
+
+def _base_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(GIT_TERMINAL_PROMPT="0", GCM_INTERACTIVE="never", GIT_ASKPASS="")
+    env.pop("SSH_ASKPASS", None)
+    for leaked in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR"):
+        env.pop(leaked, None)
+    return env
+
+
+@dataclass(frozen=True)
+class Git:
+    """Runs git in `cwd`; `housekeeping` adds the hardening of the spec."""
+
+    cwd: str
+    housekeeping: bool = True
+    neutralised_filters: tuple[str, ...] = ()
+
+    def command(self, args: Sequence[str]) -> list[str]:
+        cmd = ["git"]
+        if self.housekeeping:
+            cmd.extend(_HARDENING)
+            for driver in self.neutralised_filters:
+                cmd.extend(
+                    ("-c", f"filter.{driver}.clean=", "-c", f"filter.{driver}.smudge=",
+                     "-c", f"filter.{driver}.process=", "-c", f"filter.{driver}.required=false")
+                )
+        cmd.extend(args)
+        return cmd
+
+    def run(
+        self,
+        *args: str,
+        input: str | None = None,
+        env: dict[str, str] | None = None,
+        check: bool = True,
+        timeout: float | None = None,
+        new_session: bool = False,
+    ) -> subprocess.CompletedProcess[str]:
+        full_env = _base_env()
+        if env:
+            full_env.update(env)
+        try:
+            result = subprocess.run(
+                self.command(args),
+                cwd=self.cwd,
+                input=input,
+                stdin=None if input is not None else subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                encoding="utf-8",
+                errors="surrogateescape",
+                env=full_env,
+                timeout=timeout,
+                start_new_session=new_session,
+            )
+        except FileNotFoundError as exc:
+            if not os.path.isdir(self.cwd):
+                raise VwtError(f"directory {self.cwd} does not exist") from None
+            raise VwtError("git is not installed or not on PATH; install git") from exc
+        if check and result.returncode != 0:
+            raise GitFailed(f"git {args[0]} failed: {first_line(result.stderr)}")
+        return result
+
+    def out(self, *args: str, **kwargs: object) -> str:
+        return self.run(*args, **kwargs).stdout  # type: ignore[arg-type]
+
+    def ok(self, *args: str) -> bool:
+        return self.run(*args, check=False).returncode == 0
+
+
+def first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return (errors or lines or ["(no message)"])[0]
+
+
+@dataclass(frozen=True)
+class RepoInfo:
+    """A repository as the layout sees it."""
+
+    repo_root: str  # resolved top level of the main working tree
+    common_dir: str  # resolved absolute common git dir
+    toplevel: str  # top level of the working tree we were called from
+
+
+def discover(cwd: str) -> RepoInfo:
+    """The repository containing `cwd`, or NotARepository."""
+    git = Git(cwd)
+    result = git.run(
+        "rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel", check=False
+    )
+    if result.returncode != 0:
+        raise NotARepository(
+            f"{cwd} is not inside a git working tree; run vwt from a repository or pass -C DIR"
+        )
+    common_dir, toplevel = result.stdout.splitlines()[:2]
+    common_dir = os.path.realpath(common_dir)
+    if os.path.basename(common_dir) == ".git":
+        repo_root = os.path.dirname(common_dir)
+    else:
+        repo_root = main_worktree(git) or common_dir
+    return RepoInfo(os.path.realpath(repo_root), common_dir, os.path.realpath(toplevel))
+
+
+def main_worktree(git: Git) -> str | None:
+    entries = worktree_list(git)
+    return entries[0]["worktree"] if entries else None
+
+
+def worktree_list(git: Git) -> list[dict[str, str]]:
+    """`git worktree list --porcelain -z` as a list of {attribute: value}."""
+    out = git.out("worktree", "list", "--porcelain", "-z")
+    entries: list[dict[str, str]] = []
+    current: dict[str, str] = {}
+    for field in out.split("\0"):
+        if not field:
+            if current:
+                entries.append(current)
+                current = {}
+            continue
+        key, _, value = field.partition(" ")
+        current[key] = value
+    if current:
+        entries.append(current)
+    return entries
+
+
+def rev_parse(git: Git, rev: str) -> str | None:
+    """The object id `rev` names, or None."""
+    result = git.run("rev-parse", "--verify", "--quiet", "--end-of-options", rev, check=False)
+    return result.stdout.strip() or None if result.returncode == 0 else None
+
+
+def commit_of(git: Git, rev: str) -> str | None:
+    return rev_parse(git, f"{rev}^{{commit}}")
+
+
+def branch_tip(git: Git, branch: str) -> str | None:
+    return rev_parse(git, f"refs/heads/{branch}")
+
+
+def existing_branches(git: Git, prefix: str) -> set[str]:
+    """Short names of the branches under refs/heads/<prefix>, in one call."""
+    out = git.out("for-each-ref", "--format=%(refname)", f"refs/heads/{prefix}")
+    return {line.removeprefix("refs/heads/") for line in out.splitlines() if line}
+
+
+def remotes(git: Git) -> list[str]:
+    return [line for line in git.out("remote").splitlines() if line]
+
+
+def pick_remote(git: Git) -> str | None:
+    """`origin`, or the only remote; None otherwise."""
+    names = remotes(git)
+    if "origin" in names:
+        return "origin"
+    return names[0] if len(names) == 1 else None
+
+
+def remote_head_branch(git: Git, remote: str) -> str | None:
+    """The remote's default branch as recorded locally (refs/remotes/<remote>/HEAD)."""
+    result = git.run("symbolic-ref", "--quiet", f"refs/remotes/{remote}/HEAD", check=False)
+    ref = result.stdout.strip()
+    prefix = f"refs/remotes/{remote}/"
+    return ref[len(prefix):] if result.returncode == 0 and ref.startswith(prefix) else None
+
+
+def ask_remote_head_branch(git: Git, remote: str, timeout: float) -> str | None:
+    """Ask the remote itself which branch HEAD names (network; never prompts)."""
+    try:
+        result = git.run(
+            "ls-remote", "--symref", remote, "HEAD", check=False, timeout=timeout, new_session=True
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    for line in result.stdout.splitlines():
+        if line.startswith("ref: refs/heads/") and line.endswith("\tHEAD"):
+            return line[len("ref: refs/heads/"):-len("\tHEAD")]
+    return None
+
+
+def fetch_branch(git: Git, remote: str, branch: str, timeout: float) -> str | None:
+    """Best-effort fetch of one branch; returns a warning or None on success."""
+    refspec = f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}"
+    try:
+        result = git.run(
+            "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, refspec,
+            check=False, timeout=timeout, new_session=True,
+        )
+    except subprocess.TimeoutExpired:
+        return f"fetching {remote}/{branch} timed out after {timeout:g} s"
+    if result.returncode != 0:
+        return f"fetching {remote}/{branch} failed: {first_line(result.stderr)}"
+    return None
+
+
+def worktree_add(
+    git: Git, path: str, *, branch: str, start: str | None, create_branch: bool, workers: int = 0
+) -> None:
+    """`git worktree add` as the user would run it (hooks run; git's progress is passed on)."""
+    args = ["worktree", "add", "--quiet"]
+    if create_branch:
+        args += ["--no-track", "-b", branch, path, start or "HEAD"]
+    else:
+        args += [path, branch]
+    config = ["-c", f"checkout.workers={workers}"] if workers else []
+    full = Git(git.cwd, housekeeping=False)
+    full.run(*config, *args) if config else full.run(*args)
+
+
+def head_commit(git: Git) -> str:
+    commit = rev_parse(git, "HEAD")
+    if commit is None:
+        raise GitFailed(f"{git.cwd} has no HEAD commit")
+    return commit
+
+
+@dataclass(frozen=True)
+class Status:
+    """What `git status --porcelain=v2` says about one working tree."""
+
+    head: str | None
+    branch: str | None  # None when detached
+    changes: int
+    untracked: int
+    nested_repos: tuple[str, ...]  # untracked folders that hold a repository of their own
+    dirty_submodules: tuple[str, ...]
+
+
+def status(git: Git) -> Status:
+    """One call: changed and untracked entries, HEAD and branch."""
+    out = git.out(
+        "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all",
+        env={"GIT_OPTIONAL_LOCKS": "0"},
+    )
+    head: str | None = None
+    branch: str | None = None
+    changes = untracked = 0
+    nested: list[str] = []
+    submodules: list[str] = []
+    fields = iter(out.split("\0"))
+    for entry in fields:
+        if not entry:
+            continue
+        kind = entry[0]
+        if entry.startswith("# branch.oid "):
+            oid = entry[len("# branch.oid "):]
+            head = None if oid == "(initial)" else oid
+        elif entry.startswith("# branch.head "):
+            name = entry[len("# branch.head "):]
+            branch = None if name == "(detached)" else name
+        elif kind == "?":
+            changes += 1
+            untracked += 1
+            if entry.endswith("/"):
+                nested.append(entry[2:])
+        elif kind in "12u":
+            changes += 1
+            parts = entry.split(" ", 8)
+            sub = parts[2] if len(parts) > 2 else "N..."
+            if sub.startswith("S") and (sub[2] == "M" or sub[3] == "U"):
+                submodules.append(parts[-1])
+            if kind == "2":
+                next(fields, None)  # the rename's original path
+    return Status(head, branch, changes, untracked, tuple(nested), tuple(submodules))
+
+
+def count_commits(git: Git, base: str, head: str) -> int:
+    if base == head:
+        return 0
+    return int(git.out("rev-list", "--count", f"{base}..{head}").strip() or 0)
+
+
+def repo_filter_drivers(git: Git) -> tuple[str, ...]:
+    """Filter drivers defined by the repository's own config (local, worktree, includes)."""
+    out = git.out("config", "-z", "--show-scope", "--get-regexp", r"^filter\.", check=False)
+    drivers: set[str] = set()
+    fields = out.split("\0")
+    for scope, entry in zip(fields[0::2], fields[1::2], strict=False):
+        if scope not in ("local", "worktree"):
+            continue
+        key = entry.split("\n", 1)[0]
+        driver, _, setting = key[len("filter."):].rpartition(".")
+        if driver and setting in ("clean", "smudge", "process", "required"):
+            drivers.add(driver)
+    return tuple(sorted(drivers))
+
+
+def files_using_filters(git: Git, drivers: Iterable[str]) -> list[str]:
+    """Tracked or untracked-not-ignored files whose `filter` attribute names one of `drivers`."""
+    wanted = set(drivers)
+    if not wanted:
+        return []
+    files = git.out("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    if not files:
+        return []
+    out = git.out("check-attr", "-z", "--stdin", "filter", input=files)
+    fields = out.split("\0")
+    return sorted(
+        {path for path, _attr, value in zip(fields[0::3], fields[1::3], fields[2::3],
+                                             strict=False) if value in wanted}
+    )
+
+
+def snapshot_tree(git: Git, index_file: str) -> str:
+    """Stage everything (untracked in, ignored out) into `index_file`; return the tree id."""
+    env = {"GIT_INDEX_FILE": index_file}
+    git.run("add", "--all", env=env)
+    return git.out("write-tree", env=env).strip()
+
+
+def commit_tree(git: Git, tree: str, parents: Sequence[str], message: str) -> str:
+    args = ["commit-tree", "--no-gpg-sign", tree]
+    for parent in parents:
+        args += ["-p", parent]
+    return git.out(*args, "-m", message, env=SNAPSHOT_IDENTITY).strip()
+
+
+def update_refs(git: Git, commands: Sequence[str]) -> None:
+    """Apply `update-ref --stdin` lines in one transaction."""
+    if commands:
+        git.run("update-ref", "--stdin", input="".join(f"{c}\n" for c in commands))
+
+
+def set_ref(git: Git, ref: str, commit: str) -> None:
+    git.run("update-ref", ref, commit)
+
+
+def delete_branch(git: Git, branch: str, expected: str | None = None) -> bool:
+    """Delete refs/heads/<branch>, only if it still points at `expected` when given."""
+    args = ["update-ref", "-d", f"refs/heads/{branch}"]
+    if expected:
+        args.append(expected)
+    return git.ok(*args)
+
+
+def worktree_remove_entry(git: Git, path: str) -> bool:
+    """Unregister a worktree whose checkout was already moved away."""
+    return git.ok("worktree", "remove", "--force", "--force", path)
+
+
+def worktree_prune(git: Git) -> None:
+    git.run("worktree", "prune", check=False)
+
+
+def branch_checked_out_elsewhere(git: Git, branch: str) -> str | None:
+    """Path of a worktree that has `branch` checked out, if any."""
+    for entry in worktree_list(git):
+        if entry.get("branch") == f"refs/heads/{branch}":
+            return entry.get("worktree")
+    return None

@@ -1,0 +1,167 @@
+"""Where things live: the home, the managed root, buckets and claim folders.
+
+Paths are plain strings: `pathlib` costs several milliseconds to import, and
+the start-up path is most of what a small command costs.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+
+from .errors import ValidationFailed
+
+try:  # the builtin module avoids loading OpenSSL, which `hashlib` does
+    from _sha256 import sha256
+except ImportError:  # pragma: no cover - other Pythons
+    from hashlib import sha256
+
+CLAIMS = ".claims"
+TRASH = ".trash"
+RECORD = "record.json"
+RECOVERY = "recovery.json"
+HOLDERS = "holders"
+
+
+def resolve_home(explicit: str | None = None) -> str:
+    """`--home` beats `VIBE_HOME`, which beats `~/.vibe`; returned absolute and resolved."""
+    home = explicit or os.environ.get("VIBE_HOME") or "~/.vibe"
+    return os.path.realpath(os.path.expanduser(home))
+
+
+def bucket_name(repo_root: str, common_dir: str) -> str:
+    """`<repo_root.name>-<first 12 hex of sha256(common_dir)>`: one bucket per repository."""
+    digest = sha256(common_dir.encode()).hexdigest()[:12]
+    return f"{os.path.basename(repo_root.rstrip(os.sep)) or 'repo'}-{digest}"
+
+
+def bucket_matches(bucket: str, common_dir: str) -> bool:
+    """True when `bucket` is the one a repository with this common git dir maps to."""
+    digest = sha256(common_dir.encode()).hexdigest()[:12]
+    return bucket.endswith(f"-{digest}")
+
+
+@dataclass(frozen=True)
+class Root:
+    """The managed root `<home>/worktrees` and the fixed files inside it."""
+
+    home: str
+
+    @property
+    def path(self) -> str:
+        return os.path.join(self.home, "worktrees")
+
+    @property
+    def claims(self) -> str:
+        return os.path.join(self.path, CLAIMS)
+
+    @property
+    def trash(self) -> str:
+        return os.path.join(self.path, TRASH)
+
+    @property
+    def prune_lock(self) -> str:
+        return os.path.join(self.claims, ".prune")
+
+    @property
+    def registry_lock(self) -> str:
+        return os.path.join(self.claims, ".registry")
+
+    @property
+    def config_file(self) -> str:
+        return os.path.join(self.home, "config.toml")
+
+    def claim(self, bucket: str, name: str) -> Claim:
+        return Claim(self, bucket, name)
+
+    def buckets(self) -> list[str]:
+        """Bucket folders that hold claims, sorted."""
+        return sorted(_subdirectories(self.claims))
+
+    def claims_in(self, bucket: str) -> list[Claim]:
+        folder = os.path.join(self.claims, bucket)
+        return [Claim(self, bucket, name) for name in sorted(_subdirectories(folder))]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One managed worktree's address: (bucket, name) travel together, never apart."""
+
+    root: Root
+    bucket: str
+    name: str
+
+    @property
+    def checkout(self) -> str:
+        return os.path.join(self.root.path, self.bucket, self.name)
+
+    @property
+    def folder(self) -> str:
+        return os.path.join(self.root.claims, self.bucket, self.name)
+
+    @property
+    def record_path(self) -> str:
+        return os.path.join(self.folder, RECORD)
+
+    @property
+    def recovery_path(self) -> str:
+        return os.path.join(self.folder, RECOVERY)
+
+    @property
+    def holders_dir(self) -> str:
+        return os.path.join(self.folder, HOLDERS)
+
+    @property
+    def snapshot_ref(self) -> str:
+        return f"refs/vibe/reaped/{self.name}"
+
+    def trash_path(self) -> str:
+        return os.path.join(self.root.trash, f"{self.bucket}-{self.name}-{os.urandom(16).hex()}")
+
+
+def _subdirectories(folder: str) -> list[str]:
+    try:
+        with os.scandir(folder) as entries:
+            return [
+                e.name
+                for e in entries
+                if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)
+            ]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def checkout_exists(claim: Claim) -> bool:
+    """True when something (even a symlink) stands at the checkout path."""
+    return os.path.lexists(claim.checkout)
+
+
+def assert_real_directories(claim: Claim) -> None:
+    """Refuse when any step from the root down to the checkout is not a real directory.
+
+    A symlink planted at the bucket or the checkout would make a removal or a
+    reuse act on a directory outside the root.
+    """
+    for path in (claim.root.path, os.path.join(claim.root.path, claim.bucket), claim.checkout):
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            raise ValidationFailed(f"{path} does not exist") from None
+        if stat.S_ISLNK(mode):
+            raise ValidationFailed(f"{path} is a symlink; refusing to follow it")
+        if not stat.S_ISDIR(mode):
+            raise ValidationFailed(f"{path} is not a directory")
+
+
+def ensure_dir(path: str) -> None:
+    os.makedirs(path, mode=0o755, exist_ok=True)
+
+
+def rmdir_if_empty(path: str) -> bool:
+    """`rmdir`, never a recursive delete: a folder someone still uses must survive."""
+    try:
+        os.rmdir(path)
+        return True
+    except OSError:
+        return False

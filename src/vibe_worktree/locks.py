@@ -1,0 +1,202 @@
+"""flock-ed lock files and holder files, the primitive Mistral Vibe uses as well.
+
+A holder file is live while some process holds its lock; the kernel drops the
+lock when the holder dies, so a crashed session leaves a stale file and never
+a worktree that is blocked forever.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import stat
+import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+
+from .errors import HeldError, VwtError
+from .layout import Claim, Root, ensure_dir, rmdir_if_empty
+from .names import path_segment_problem
+
+STARTING = ".starting"
+REMOVING = ".removing"
+LOCK_TIMEOUT = 300.0
+
+
+def _open_lock_file(path: str, *, create: bool) -> int:
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+    return os.open(path, flags, 0o600)
+
+
+def _try_flock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+
+
+def _flock_waiting(fd: int, path: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    pause = 0.002
+    while not _try_flock(fd):
+        if time.monotonic() > deadline:
+            raise VwtError(f"timed out waiting for the lock {path}; is another vwt stuck?")
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
+@contextmanager
+def locked(path: str, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+    """Hold an exclusive flock on `path` (created if needed) for the block."""
+    ensure_dir(os.path.dirname(path))
+    fd = _open_lock_file(path, create=True)
+    try:
+        _flock_waiting(fd, path, timeout)
+        yield
+    finally:
+        os.close(fd)
+
+
+def prune_lock(root: Root) -> AbstractContextManager[None]:
+    """Serialises create, attach and retention across processes."""
+    return locked(root.prune_lock)
+
+
+def registry_lock(root: Root) -> AbstractContextManager[None]:
+    """Taken around every change or read of a holder set."""
+    return locked(root.registry_lock)
+
+
+def new_holder_id(prefix: str = "vwt") -> str:
+    return f"{prefix}-{os.getpid()}-{os.urandom(4).hex()}"
+
+
+def valid_holder_id(holder_id: str) -> bool:
+    return path_segment_problem(holder_id) is None and not holder_id.endswith(".tmp")
+
+
+def holder_is_live(path: str) -> bool:
+    """Some process holds this file's lock. An unreadable or odd entry counts as live."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # a symlink or a folder planted here: fail closed, never guess
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return True
+        return not _try_flock(fd)
+    finally:
+        os.close(fd)
+
+
+def holder_ids(claim: Claim) -> list[str]:
+    try:
+        return sorted(os.listdir(claim.holders_dir))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def live_holders(claim: Claim) -> list[str]:
+    """Ids of the live holders (call under the registry lock for a consistent answer)."""
+    return [h for h in holder_ids(claim) if holder_is_live(os.path.join(claim.holders_dir, h))]
+
+
+def remove_stale_holders(claim: Claim) -> int:
+    """Delete unlocked holder files (under the registry lock); return how many."""
+    removed = 0
+    for holder in holder_ids(claim):
+        path = os.path.join(claim.holders_dir, holder)
+        if os.path.isfile(path) and not os.path.islink(path) and not holder_is_live(path):
+            try:
+                os.unlink(path)
+                removed += 1
+            except FileNotFoundError:
+                pass
+    return removed
+
+
+class Holder:
+    """A live hold on a claim: an open, flock-ed file under `holders/`."""
+
+    def __init__(self, claim: Claim, holder_id: str, fd: int) -> None:
+        self.claim = claim
+        self.id = holder_id
+        self._fd: int | None = fd
+
+    @property
+    def path(self) -> str:
+        return os.path.join(self.claim.holders_dir, self.id)
+
+    @property
+    def active(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        """Delete the file, then drop the lock; both under the registry lock."""
+        if self._fd is None:
+            return
+        with registry_lock(self.claim.root):
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
+            os.close(self._fd)
+            self._fd = None
+            rmdir_if_empty(self.claim.holders_dir)
+
+    def __enter__(self) -> Holder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _create_holder_file(claim: Claim, holder_id: str) -> Holder:
+    ensure_dir(claim.holders_dir)
+    path = os.path.join(claim.holders_dir, holder_id)
+    if os.path.lexists(path) and holder_is_live(path):
+        raise HeldError(f"holder {holder_id} of {claim.name} is already live")
+    if os.path.lexists(path):
+        os.unlink(path)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    if not _try_flock(fd):  # pragma: no cover - O_EXCL made it ours
+        os.close(fd)
+        raise HeldError(f"could not lock holder {holder_id} of {claim.name}")
+    os.write(fd, f'{{"pid": {os.getpid()}, "tool": "vwt"}}\n'.encode())
+    return Holder(claim, holder_id, fd)
+
+
+def acquire_holder(
+    claim: Claim, holder_id: str, *, exclusive: bool = False, ignore: frozenset[str] = frozenset()
+) -> Holder:
+    """Register a live holder under the registry lock.
+
+    Refuses while a removal is in progress; with `exclusive` (a removal) it also
+    refuses while any other live holder exists, except those in `ignore`.
+    """
+    if not valid_holder_id(holder_id):
+        raise VwtError(f"invalid holder id {holder_id!r}")
+    with registry_lock(claim.root):
+        others = [h for h in live_holders(claim) if h != holder_id and h not in ignore]
+        if REMOVING in others:
+            raise HeldError(f"{claim.name} is being removed; try again when that finishes")
+        if exclusive and others:
+            raise HeldError(f"{claim.name} is held by a live session ({', '.join(others)})")
+        return _create_holder_file(claim, holder_id)
+
+
+def wait_for_holder_release(claim: Claim, holder_id: str, timeout: float) -> bool:
+    """Block until `holder_id` is no longer live; False on timeout."""
+    path = os.path.join(claim.holders_dir, holder_id)
+    deadline = time.monotonic() + timeout
+    while holder_is_live(path):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True

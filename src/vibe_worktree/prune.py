@@ -1,0 +1,260 @@
+"""Retention across all repositories: keep the newest N, snapshot-then-remove the rest.
+
+Everything runs under the `.prune` lock, so a create or an attach never sees
+half a decision. Nothing is removed without a snapshot first; a worktree whose
+snapshot fails is kept and the reason reported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .errors import HeldError, InvalidName, VwtError
+from .faults import checkpoint
+from .git import head_commit
+from .layout import Root
+from .locks import (
+    STARTING,
+    holder_ids,
+    live_holders,
+    prune_lock,
+    registry_lock,
+    remove_stale_holders,
+)
+from .records import write_record
+from .remove import (
+    SnapshotFailed,
+    acquire_removal,
+    delete_trash,
+    drop_record_and_folders,
+    inspect,
+    remove_target,
+    snapshot,
+    target_for,
+    tidy_claim_folders,
+)
+from .worktrees import MISSING, READY, RESERVED, Entry, entries, validate_for_reuse
+
+DEFAULT_LIMIT = 15
+RESERVATION_GRACE = 600.0  # seconds an empty reservation may wait for its creator
+
+Warn = Callable[[str], None]
+
+
+@dataclass
+class PruneResult:
+    removed: list[dict[str, object]] = field(default_factory=list)
+    kept: list[dict[str, object]] = field(default_factory=list)
+    reservations_discarded: list[dict[str, object]] = field(default_factory=list)
+    stale_holders_removed: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "removed": self.removed, "kept": self.kept,
+            "reservations_discarded": self.reservations_discarded,
+            "stale_holders_removed": self.stale_holders_removed,
+        }
+
+
+def worktree_limit(root: Root, keep: int | None) -> int:
+    """`--keep`, else VIBE_WORKTREE_LIMIT, else config.toml's worktree_limit, else 15."""
+    if keep is not None:
+        return _non_negative(keep, "--keep")
+    env = os.environ.get("VIBE_WORKTREE_LIMIT")
+    if env is not None and env.strip():
+        try:
+            return _non_negative(int(env), "VIBE_WORKTREE_LIMIT")
+        except ValueError:
+            raise InvalidName(f"VIBE_WORKTREE_LIMIT={env!r} is not a whole number") from None
+    configured = _config_limit(root.config_file)
+    return DEFAULT_LIMIT if configured is None else configured
+
+
+def _non_negative(value: int, what: str) -> int:
+    if value < 0:
+        raise InvalidName(f"{what} must be 0 or more, not {value}")
+    return value
+
+
+def _config_limit(path: str) -> int | None:
+    try:
+        with open(path, "rb") as handle:
+            import tomllib
+
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise VwtError(f"cannot read {path}: {exc}; fix the file") from None
+    value = data.get("worktree_limit")
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise VwtError(f"worktree_limit in {path} must be a whole number >= 0")
+    return value
+
+
+def sessions_finished(session_dirs: tuple[str, ...]) -> bool:
+    """Vibe's rule: every session folder is gone, or its meta.json has `archived_at`."""
+    if not session_dirs:
+        return False
+    for folder in session_dirs:
+        if not os.path.lexists(folder):
+            continue
+        try:
+            with open(os.path.join(folder, "meta.json"), encoding="utf-8") as handle:
+                meta = json.load(handle)
+        except (OSError, ValueError):
+            return False
+        if not isinstance(meta, dict) or not meta.get("archived_at"):
+            return False
+    return True
+
+
+def _label(entry: Entry, **more: object) -> dict[str, object]:
+    return {"name": entry.name, "bucket": entry.claim.bucket, **more}
+
+
+def prune(root: Root, keep: int | None = None, dry_run: bool = False,
+          warn: Warn = lambda _m: None) -> PruneResult:
+    limit = worktree_limit(root, keep)
+    result = PruneResult()
+    with prune_lock(root):
+        result.stale_holders_removed = _sweep_stale_holders(root, dry_run)
+        found = entries(root, root.buckets())
+        for entry in found:
+            if entry.state == "broken":
+                warn(f"{entry.claim.folder}: {entry.problem}; left alone")
+        _settle_reservations(found, dry_run, result, warn)
+        if not dry_run:
+            _empty_trash(root)
+        _retain(found, limit, dry_run, result)
+    return result
+
+
+def _sweep_stale_holders(root: Root, dry_run: bool) -> int:
+    count = 0
+    with registry_lock(root):
+        for bucket in root.buckets():
+            for claim in root.claims_in(bucket):
+                if dry_run:
+                    count += len(holder_ids(claim)) - len(live_holders(claim))
+                else:
+                    count += remove_stale_holders(claim)
+    return count
+
+
+def _settle_reservations(found: list[Entry], dry_run: bool, result: PruneResult,
+                         warn: Warn) -> None:
+    """Discard empty abandoned reservations; adopt checkouts a crashed creator finished."""
+    now = time.time()
+    for entry in found:
+        if entry.state != RESERVED or entry.record is None:
+            continue
+        claim = entry.claim
+        if STARTING in _live(entry):
+            continue
+        if _is_empty(claim.checkout):
+            if now - entry.record.claimed_epoch() < RESERVATION_GRACE:
+                continue
+            if not dry_run:
+                if os.path.isdir(claim.checkout) and not os.path.islink(claim.checkout):
+                    os.rmdir(claim.checkout)
+                drop_record_and_folders(claim)
+                tidy_claim_folders(claim)
+            result.reservations_discarded.append(_label(entry))
+        elif not dry_run:
+            try:
+                checkout = validate_for_reuse(claim, entry.record, "")
+            except VwtError as exc:
+                warn(f"{claim.name}: interrupted creation left {claim.checkout}: {exc}")
+                continue
+            write_record(claim.record_path, entry.record.with_base(head_commit(checkout.git)))
+            warn(f"{claim.name}: finished an interrupted creation")
+
+
+def _is_empty(path: str) -> bool:
+    if os.path.islink(path):
+        return False
+    try:
+        return not os.listdir(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def _empty_trash(root: Root) -> None:
+    try:
+        names = os.listdir(root.trash)
+    except FileNotFoundError:
+        return
+    for name in names:
+        delete_trash(os.path.join(root.trash, name))
+
+
+def _live(entry: Entry) -> list[str]:
+    with registry_lock(entry.claim.root):
+        return live_holders(entry.claim)
+
+
+def _retain(found: list[Entry], limit: int, dry_run: bool, result: PruneResult) -> None:
+    """Finished sessions and orphaned records go whatever the limit; then, oldest first,
+    while more than `limit` complete records remain. Held ones count but are skipped."""
+    complete = [e for e in found if e.state in (READY, MISSING) and e.record is not None]
+    complete.sort(key=lambda e: (e.record.claimed_epoch() if e.record else 0.0,
+                                 e.claim.bucket, e.name))
+    always = [
+        e for e in complete
+        if e.state == MISSING or (e.record is not None and sessions_finished(e.record.session_dirs))
+    ]
+    remaining = len(complete)
+    for entry in always:
+        remaining -= _reap(entry, dry_run, result)
+    for entry in complete:
+        if remaining <= limit:
+            break
+        if entry not in always:
+            remaining -= _reap(entry, dry_run, result)
+
+
+def _reap(entry: Entry, dry_run: bool, result: PruneResult) -> int:
+    """Snapshot then remove one worktree; 1 when it went (or would go), else 0."""
+    holders = _live(entry)
+    if holders:
+        result.kept.append(_label(entry, reason="starting" if STARTING in holders else "held"))
+        return 0
+    if dry_run:
+        result.removed.append(_label(entry, snapshot_ref=entry.claim.snapshot_ref))
+        return 1
+    try:
+        removing = acquire_removal(entry.claim, frozenset())
+    except HeldError:
+        result.kept.append(_label(entry, reason="held"))
+        return 0
+    try:
+        target = target_for(entry)
+        inspection = inspect(target)
+        try:
+            ref: str | None = snapshot(target, inspection).ref
+        except (SnapshotFailed, VwtError) as exc:
+            if entry.state != MISSING or inspection.head is not None:
+                result.kept.append(_label(entry, reason=f"snapshot failed: {exc}"))
+                return 0
+            ref = None  # nothing left to save: the checkout and its branch are gone
+        checkpoint("prune.snapshotted")
+        assert entry.record is not None
+        remove_target(target, inspection, delete_branch=entry.record.branch_created,
+                      keep_recovery=ref)
+        result.removed.append(_label(entry, snapshot_ref=ref))
+        return 1
+    except VwtError as exc:
+        result.kept.append(_label(entry, reason=str(exc)))
+        return 0
+    finally:
+        removing.release()
+        tidy_claim_folders(entry.claim)

@@ -1,0 +1,244 @@
+"""record.json and recovery.json: parsing that fails closed, writing that is atomic.
+
+Unknown fields are carried through a rewrite untouched, because Mistral Vibe
+writes the same files and may know fields we do not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from .names import path_segment_problem
+
+VERSION = 1
+MAX_RECORD_BYTES = 1 << 20
+_OID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
+
+
+class CorruptRecord(Exception):
+    """A record we cannot trust: reported as `broken`, never acted upon."""
+
+
+def utc_now() -> str:
+    """UTC ISO-8601 with a `Z` suffix: Vibe's retention fails on a zone-less stamp."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_timestamp(text: str) -> float:
+    """Seconds since the epoch; a stamp without a zone is taken as UTC."""
+    stamp = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    return stamp.timestamp()
+
+
+@dataclass(frozen=True)
+class Record:
+    """A managed worktree: `base_commit` is None while it is only reserved."""
+
+    name: str
+    branch: str
+    repo_root: str
+    base_commit: str | None
+    branch_created: bool
+    claimed_at: str
+    session_dirs: tuple[str, ...] = ()
+    reap_requested: bool = False
+    moved_checkout_admin: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def reserved(self) -> bool:
+        return self.base_commit is None
+
+    def claimed_epoch(self) -> float:
+        return parse_timestamp(self.claimed_at)
+
+    def with_base(self, base_commit: str) -> Record:
+        return replace(self, base_commit=base_commit)
+
+    def to_json(self) -> dict[str, Any]:
+        data = dict(self.extra)
+        data.update(
+            version=VERSION,
+            name=self.name,
+            branch=self.branch,
+            repo_root=self.repo_root,
+            base_commit=self.base_commit,
+            branch_created=self.branch_created,
+            claimed_at=self.claimed_at,
+            session_dirs=list(self.session_dirs),
+            reap_requested=self.reap_requested,
+            moved_checkout_admin=self.moved_checkout_admin,
+        )
+        return data
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What a snapshot-and-remove left behind so `restore` can bring it back."""
+
+    name: str
+    branch: str
+    repo_root: str
+    base_commit: str | None
+    snapshot_ref: str
+    removed_at: str
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def branch_created(self) -> bool:
+        """Our own addition (readers ignore unknown fields): was the branch ours?"""
+        return self.extra.get("branch_created") is True
+
+    def to_json(self) -> dict[str, Any]:
+        data = dict(self.extra)
+        data.update(
+            version=VERSION,
+            name=self.name,
+            branch=self.branch,
+            repo_root=self.repo_root,
+            base_commit=self.base_commit,
+            snapshot_ref=self.snapshot_ref,
+            removed_at=self.removed_at,
+        )
+        return data
+
+
+_RECORD_FIELDS = {
+    "version", "name", "branch", "repo_root", "base_commit", "branch_created", "claimed_at",
+    "session_dirs", "reap_requested", "moved_checkout_admin",
+}
+_RECOVERY_FIELDS = {
+    "version", "name", "branch", "repo_root", "base_commit", "snapshot_ref", "removed_at",
+}
+
+
+def _load_object(path: str) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_RECORD_BYTES + 1)
+    except IsADirectoryError:
+        raise CorruptRecord("it is a directory") from None
+    if len(raw) > MAX_RECORD_BYTES:
+        raise CorruptRecord(f"it is larger than {MAX_RECORD_BYTES} bytes")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CorruptRecord(f"it is not valid UTF-8 JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise CorruptRecord("it is not a JSON object")
+    if data.get("version") != VERSION:
+        raise CorruptRecord(f"unsupported version {data.get('version')!r}")
+    return data
+
+
+def _text(data: dict[str, Any], key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or not value:
+        raise CorruptRecord(f"{key!r} is missing or not a string")
+    return value
+
+
+def _oid_or_none(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _OID.fullmatch(value):
+        raise CorruptRecord(f"{key!r} is not a commit id")
+    return value
+
+
+def _common_fields(data: dict[str, Any], expected_name: str) -> tuple[str, str, str]:
+    name = _text(data, "name")
+    if name != expected_name or path_segment_problem(name):
+        raise CorruptRecord(f"its name {name!r} does not match its folder {expected_name!r}")
+    repo_root = _text(data, "repo_root")
+    if not os.path.isabs(repo_root) or "\0" in repo_root:
+        raise CorruptRecord("'repo_root' is not an absolute path")
+    return name, _text(data, "branch"), repo_root
+
+
+def _timestamp(data: dict[str, Any], key: str) -> str:
+    value = _text(data, key)
+    try:
+        parse_timestamp(value)
+    except ValueError:
+        raise CorruptRecord(f"{key!r} is not an ISO-8601 timestamp") from None
+    return value
+
+
+def read_record(path: str, expected_name: str) -> Record:
+    """Parse a record.json; raise FileNotFoundError or CorruptRecord."""
+    data = _load_object(path)
+    name, branch, repo_root = _common_fields(data, expected_name)
+    branch_created = data.get("branch_created")
+    if not isinstance(branch_created, bool):
+        raise CorruptRecord("'branch_created' is not a boolean")
+    sessions = data.get("session_dirs") or []
+    if not isinstance(sessions, list) or not all(isinstance(s, str) for s in sessions):
+        raise CorruptRecord("'session_dirs' is not a list of paths")
+    moved = data.get("moved_checkout_admin")
+    if moved is not None and not isinstance(moved, str):
+        raise CorruptRecord("'moved_checkout_admin' is not a path")
+    return Record(
+        name=name,
+        branch=branch,
+        repo_root=repo_root,
+        base_commit=_oid_or_none(data, "base_commit"),
+        branch_created=branch_created,
+        claimed_at=_timestamp(data, "claimed_at"),
+        session_dirs=tuple(sessions),
+        reap_requested=data.get("reap_requested") is True,
+        moved_checkout_admin=moved,
+        extra={k: v for k, v in data.items() if k not in _RECORD_FIELDS},
+    )
+
+
+def read_recovery(path: str, expected_name: str) -> Recovery:
+    """Parse a recovery.json; raise FileNotFoundError or CorruptRecord."""
+    data = _load_object(path)
+    name, branch, repo_root = _common_fields(data, expected_name)
+    snapshot_ref = _text(data, "snapshot_ref")
+    if not snapshot_ref.startswith("refs/vibe/reaped/"):
+        raise CorruptRecord("'snapshot_ref' is not under refs/vibe/reaped/")
+    return Recovery(
+        name=name,
+        branch=branch,
+        repo_root=repo_root,
+        base_commit=_oid_or_none(data, "base_commit"),
+        snapshot_ref=snapshot_ref,
+        removed_at=_timestamp(data, "removed_at"),
+        extra={k: v for k, v in data.items() if k not in _RECOVERY_FIELDS},
+    )
+
+
+def write_json_atomically(path: str, data: dict[str, Any]) -> None:
+    """Temp file in the same folder, fsync, rename: readers see the old or the new file."""
+    folder = os.path.dirname(path)
+    temp = os.path.join(folder, f".{os.path.basename(path)}.{os.urandom(6).hex()}.tmp")
+    payload = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, payload)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.replace(temp, path)
+    except BaseException:
+        os.unlink(temp)
+        raise
+
+
+def write_record(path: str, record: Record) -> None:
+    write_json_atomically(path, record.to_json())
+
+
+def write_recovery(path: str, recovery: Recovery) -> None:
+    write_json_atomically(path, recovery.to_json())

@@ -1,0 +1,263 @@
+"""What is on disk: repositories, managed entries, checkout validation and inspection."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+
+from . import git as g
+from .errors import NotFound, ValidationFailed, VwtError
+from .layout import Claim, Root, assert_real_directories, bucket_matches, bucket_name
+from .locks import live_holders, registry_lock
+from .records import CorruptRecord, Record, Recovery, read_record, read_recovery
+
+READY = "ready"
+RESERVED = "reserved"
+MISSING = "missing"
+SNAPSHOT = "snapshot"
+BROKEN = "broken"
+
+
+@dataclass(frozen=True)
+class Repo:
+    """A repository and the bucket it maps to under one root."""
+
+    root: Root
+    info: g.RepoInfo
+
+    @property
+    def bucket(self) -> str:
+        return bucket_name(self.info.repo_root, self.info.common_dir)
+
+    @property
+    def git(self) -> g.Git:
+        return g.Git(self.info.repo_root)
+
+    def claim(self, name: str) -> Claim:
+        return self.root.claim(self.bucket, name)
+
+
+def open_repo(root: Root, cwd: str) -> Repo:
+    return Repo(root, g.discover(cwd))
+
+
+@dataclass(frozen=True)
+class Entry:
+    """Everything known about one claim without asking git."""
+
+    claim: Claim
+    record: Record | None
+    recovery: Recovery | None
+    problem: str | None  # why the record could not be trusted
+
+    @property
+    def name(self) -> str:
+        return self.claim.name
+
+    @property
+    def state(self) -> str:
+        if self.problem is not None:
+            return BROKEN
+        if self.record is None:
+            return SNAPSHOT
+        if self.record.reserved:
+            return RESERVED
+        if not os.path.lexists(self.claim.checkout):
+            return MISSING
+        return READY
+
+
+def load_entry(claim: Claim) -> Entry | None:
+    """The claim's entry, or None when it has neither a record nor a recovery record."""
+    record = recovery = None
+    problem = None
+    try:
+        record = read_record(claim.record_path, claim.name)
+    except FileNotFoundError:
+        pass
+    except (CorruptRecord, OSError) as exc:
+        problem = f"record.json is unreadable: {exc}"
+    try:
+        recovery = read_recovery(claim.recovery_path, claim.name)
+    except FileNotFoundError:
+        pass
+    except (CorruptRecord, OSError) as exc:
+        if record is None:
+            problem = problem or f"recovery.json is unreadable: {exc}"
+    if record is None and recovery is None and problem is None:
+        return None
+    return Entry(claim, record, recovery, problem)
+
+
+def entries(root: Root, buckets: list[str]) -> list[Entry]:
+    found = []
+    for bucket in buckets:
+        for claim in root.claims_in(bucket):
+            entry = load_entry(claim)
+            if entry is not None:
+                found.append(entry)
+    return found
+
+
+def require_entry(claim: Claim) -> Entry:
+    entry = load_entry(claim)
+    if entry is None:
+        raise NotFound(f"no managed worktree named {claim.name!r} in this repository; see vwt list")
+    return entry
+
+
+def require_trusted(entry: Entry) -> Record:
+    """The record of a ready/missing entry, or an error saying why we will not touch it."""
+    if entry.problem is not None:
+        raise ValidationFailed(
+            f"{entry.name}: {entry.problem}; not touching it (fix or delete {entry.claim.folder})"
+        )
+    if entry.record is None:
+        raise NotFound(f"{entry.name} was removed with a snapshot; run: vwt restore {entry.name}")
+    return entry.record
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """A validated checkout: its admin folder inside the common git dir, and its HEAD."""
+
+    path: str
+    admin_dir: str
+    common_dir: str
+    head_ref: str | None  # refs/heads/<branch>, None when detached
+
+    @property
+    def branch(self) -> str | None:
+        if self.head_ref and self.head_ref.startswith("refs/heads/"):
+            return self.head_ref[len("refs/heads/"):]
+        return None
+
+    @property
+    def git(self) -> g.Git:
+        return g.Git(self.path)
+
+
+def _read_small(path: str) -> str:
+    with open(path, encoding="utf-8", errors="surrogateescape") as handle:
+        return handle.read(65536).strip()
+
+
+def validate_checkout(claim: Claim, common_dir: str | None = None) -> Checkout:
+    """Prove the checkout is a linked worktree of the claim's repository, without git.
+
+    No symlink from the root down, `.git` a regular file naming an admin folder
+    of a common git dir that maps to this bucket. Raises ValidationFailed.
+    """
+    assert_real_directories(claim)
+    dotgit = os.path.join(claim.checkout, ".git")
+    try:
+        mode = os.lstat(dotgit).st_mode
+    except FileNotFoundError:
+        raise ValidationFailed(f"{claim.checkout} has no .git file; it is not a worktree") from None
+    if not stat.S_ISREG(mode):
+        raise ValidationFailed(f"{dotgit} is not a regular file; refusing to treat it as ours")
+    text = _read_small(dotgit)
+    if not text.startswith("gitdir: "):
+        raise ValidationFailed(f"{dotgit} does not name a git dir")
+    admin = os.path.realpath(os.path.join(claim.checkout, text[len("gitdir: "):]))
+    try:
+        common = os.path.realpath(os.path.join(admin, _read_small(os.path.join(admin, "commondir"))))
+        head = _read_small(os.path.join(admin, "HEAD"))
+    except OSError:
+        raise ValidationFailed(f"{claim.checkout} points at a missing git admin folder") from None
+    if os.path.dirname(admin) != os.path.join(common, "worktrees"):
+        raise ValidationFailed(f"{claim.checkout} is not a linked worktree")
+    if not bucket_matches(claim.bucket, common) or (common_dir and common != common_dir):
+        raise ValidationFailed(f"{claim.checkout} belongs to another repository ({common})")
+    head_ref = head[len("ref: "):] if head.startswith("ref: ") else None
+    return Checkout(claim.checkout, admin, common, head_ref)
+
+
+def validate_for_reuse(claim: Claim, record: Record, common_dir: str) -> Checkout:
+    checkout = validate_checkout(claim, common_dir)
+    if checkout.branch != record.branch:
+        raise ValidationFailed(
+            f"{claim.checkout} is on {checkout.branch or 'a detached HEAD'}, "
+            f"not on its recorded branch {record.branch}; switch back or remove it"
+        )
+    return checkout
+
+
+def repo_git_for(claim: Claim, record: Record | None, checkout: Checkout | None) -> g.Git:
+    """A git runner for the claim's repository, proven to map to the claim's bucket."""
+    if checkout is not None:
+        return g.Git(checkout.common_dir)
+    if record is None or not os.path.isdir(record.repo_root):
+        raise ValidationFailed(f"{claim.name}: its repository is gone")
+    info = g.discover(record.repo_root)
+    if not bucket_matches(claim.bucket, info.common_dir):
+        raise ValidationFailed(f"{claim.name}: its record points at another repository")
+    return g.Git(info.common_dir)
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """The cleanup inspection: what removing the worktree would lose."""
+
+    changes: int
+    untracked: int
+    ahead: int
+    head: str | None
+    branch: str | None
+    nested_repos: tuple[str, ...] = ()
+    dirty_submodules: tuple[str, ...] = ()
+
+    @property
+    def clean(self) -> bool:
+        return self.changes == 0 and self.ahead == 0
+
+    def describe_loss(self) -> str:
+        parts = []
+        if self.changes - self.untracked:
+            parts.append(f"{self.changes - self.untracked} uncommitted change(s)")
+        if self.untracked:
+            parts.append(f"{self.untracked} untracked file(s)")
+        if self.ahead:
+            parts.append(f"{self.ahead} new commit(s)")
+        return ", ".join(parts) or "nothing"
+
+
+def inspect_checkout(checkout: Checkout, record: Record) -> Inspection:
+    git = checkout.git
+    st = g.status(git)
+    ahead = 0
+    if record.base_commit and st.head:
+        ahead = g.count_commits(git, record.base_commit, st.head)
+    return Inspection(
+        st.changes, st.untracked, ahead, st.head, st.branch, st.nested_repos, st.dirty_submodules
+    )
+
+
+def inspect_missing(repo_git: g.Git, record: Record) -> Inspection:
+    """A record whose checkout is gone: only commits on its branch can still be lost."""
+    tip = g.branch_tip(repo_git, record.branch)
+    ahead = g.count_commits(repo_git, record.base_commit, tip) if tip and record.base_commit else 0
+    return Inspection(0, 0, ahead, tip, record.branch)
+
+
+def holders_of(claim: Claim) -> list[str]:
+    with registry_lock(claim.root):
+        return live_holders(claim)
+
+
+def ensure_not_inside(path: str) -> None:
+    """Leave `path` if the process stands inside it (Windows cannot delete it otherwise)."""
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except FileNotFoundError:
+        return
+    if cwd == path or cwd.startswith(path + os.sep):
+        os.chdir(os.path.dirname(path))
+
+
+def check_name_free(claim: Claim) -> None:
+    if os.path.lexists(claim.checkout):
+        raise VwtError(
+            f"{claim.checkout} exists but is not a managed worktree; move it away or pick another name"
+        )
