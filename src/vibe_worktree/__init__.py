@@ -1,3 +1,38 @@
-"""vibe-worktree: one isolated git worktree per coding session."""
+"""vibe-worktree: one isolated git worktree per coding session.
+
+The API lives in `vibe_worktree.api`; names are re-exported here lazily so
+that `vwt --version` does not pay for importing them.
+"""
+
+from __future__ import annotations
 
 __version__ = "0.1.0"
+
+TYPE_CHECKING = False  # `typing` is slow to import; mypy treats this as True
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .api import Listed, Worktrees, WorktreeStatus
+    from .create import Created
+    from .errors import VwtError
+    from .prune import PruneResult
+    from .remove import Removal, Snapshot
+
+_EXPORTS = {
+    "Worktrees": "api", "Listed": "api", "WorktreeStatus": "api", "Created": "create",
+    "VwtError": "errors", "PruneResult": "prune", "Removal": "remove", "Snapshot": "remove",
+}
+
+__all__ = [
+    "Created", "Listed", "PruneResult", "Removal", "Snapshot", "VwtError", "WorktreeStatus",
+    "Worktrees", "__version__",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vibe_worktree' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f".{module}", __name__), name)

@@ -16,18 +16,13 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from . import create as _create
-from . import remove as _remove
 from .create import Created
 from .errors import NotFound, ValidationFailed, VwtError
 from .layout import Claim, Root, resolve_home
 from .locks import Holder, acquire_holder, live_holders, new_holder_id, prune_lock, registry_lock
-from .prune import PruneResult
-from .prune import prune as _prune
-from .remove import Confirm, Removal, Snapshot, never
 from .worktrees import (
     BROKEN,
     MISSING,
@@ -44,6 +39,11 @@ from .worktrees import (
     validate_checkout,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .prune import PruneResult
+    from .remove import Confirm, Removal, Snapshot
+
 Warn = Callable[[str], None]
 HOLDER_ENV = "VWT_HOLDER_ID"
 
@@ -52,8 +52,7 @@ def warn_to_stderr(message: str) -> None:
     print(f"vwt: warning: {message}", file=sys.stderr)
 
 
-@dataclass(frozen=True)
-class Listed:
+class Listed(NamedTuple):
     """One row of `list`; status fields are None when not computed or not applicable."""
 
     name: str
@@ -90,8 +89,7 @@ class Listed:
         )
 
 
-@dataclass(frozen=True)
-class WorktreeStatus:
+class WorktreeStatus(NamedTuple):
     """The cleanup inspection of one worktree (`vwt status`)."""
 
     name: str
@@ -149,9 +147,7 @@ def _with_status(row: Listed, entry: Entry) -> Listed:
 
 
 def _replace(row: Listed, **changes: object) -> Listed:
-    from dataclasses import replace
-
-    return replace(row, **changes)  # type: ignore[arg-type]
+    return row._replace(**changes)  # type: ignore[arg-type]
 
 
 def status_pool_size() -> int:
@@ -202,6 +198,8 @@ class Worktrees:
             return rows
         ready = [i for i, e in enumerate(found) if e.state == READY]
         if ready:
+            from concurrent.futures import ThreadPoolExecutor  # imports logging: only here
+
             with ThreadPoolExecutor(status_pool_size()) as pool:
                 done = pool.map(lambda i: _with_status(rows[i], found[i]), ready)
                 for i, row in zip(ready, done, strict=True):
@@ -220,6 +218,8 @@ class Worktrees:
         record = require_trusted(entry)
         if entry.state not in (READY, MISSING):
             raise VwtError(f"{name} is {entry.state}; there is no checkout to inspect yet")
+        from . import remove as _remove
+
         target = _remove.target_for(entry)
         inspection: Inspection = _remove.inspect(target)
         with registry_lock(self.root):
@@ -272,14 +272,18 @@ class Worktrees:
 
     # -- clean up --------------------------------------------------------------------------
     def remove(self, name: str, *, confirm_dirty: bool | Confirm = False,
-               delete_branch: bool | None = None, confirm_branch: Confirm = never) -> Removal:
+               delete_branch: bool | None = None, confirm_branch: Confirm | None = None
+               ) -> Removal:
         """Remove NAME safely. Dirty work needs `confirm_dirty` (and is snapshotted first)."""
+        from . import remove as _remove
+
         claim = self.claim(name)
         ask = confirm_dirty if callable(confirm_dirty) else (lambda _q, v=confirm_dirty: v)
         own = os.environ.get(HOLDER_ENV)
         return _remove.remove_worktree(
             _load(claim), claim, confirm_dirty=ask, delete_branch=delete_branch,
-            confirm_branch=confirm_branch, ignore_holders=frozenset([own] if own else []),
+            confirm_branch=confirm_branch or _remove.never,
+            ignore_holders=frozenset([own] if own else []),
         )
 
     def snapshot(self, name: str) -> Snapshot:
@@ -288,10 +292,14 @@ class Worktrees:
         require_trusted(entry)
         if entry.state != READY:
             raise VwtError(f"{name} is {entry.state}; there is no checkout to snapshot")
+        from . import remove as _remove
+
         return _remove.snapshot(_remove.target_for(entry))
 
     def prune(self, keep: int | None = None, dry_run: bool = False) -> PruneResult:
-        return _prune(self.root, keep, dry_run, self.warn)
+        from .prune import prune
+
+        return prune(self.root, keep, dry_run, self.warn)
 
 
 def _load(claim: Claim) -> Entry | None:
@@ -301,6 +309,6 @@ def _load(claim: Claim) -> Entry | None:
 
 
 __all__ = [
-    "BROKEN", "MISSING", "READY", "SNAPSHOT", "Created", "Listed", "NotFound", "PruneResult",
-    "Removal", "Snapshot", "ValidationFailed", "WorktreeStatus", "Worktrees",
+    "BROKEN", "MISSING", "READY", "SNAPSHOT", "Created", "Listed", "NotFound", "ValidationFailed",
+    "WorktreeStatus", "Worktrees",
 ]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .errors import (
@@ -22,8 +21,10 @@ from .errors import (
     VwtError,
 )
 
+TYPE_CHECKING = False  # `typing` is slow to import; mypy treats this as True
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
     from .api import Worktrees
 
@@ -53,7 +54,7 @@ def _error(message: str) -> None:
 
 
 def _dispatch(argv: list[str]) -> int:
-    parser = build_parser()
+    parser = build_parser(only=_command_name(argv))
     ns = parser.parse_args(argv)
     if ns.directory:
         try:
@@ -69,7 +70,22 @@ def _dispatch(argv: list[str]) -> int:
     return int(handler(Worktrees(home=ns.home), ns))
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_name(argv: list[str]) -> str | None:
+    """The subcommand argv names, found without parsing (global options come first)."""
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("--home", "-C"):
+            i += 2
+        elif arg.startswith("-"):
+            i += 1
+        else:
+            return arg
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with `only`, just that subcommand's (building all costs start-up time)."""
     import argparse
 
     parser = argparse.ArgumentParser(
@@ -80,60 +96,56 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--home", metavar="DIR", help="vibe home (default $VIBE_HOME or ~/.vibe)")
     parser.add_argument("-C", dest="directory", metavar="DIR", help="run as if started in DIR")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
-
-    def command(name: str, handler: Any, help: str, json_flag: bool = True
-                ) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help, description=help)
+    wanted = [only] if only in SUBCOMMANDS else list(SUBCOMMANDS)
+    for name in wanted:
+        help_text, handler, configure, json_flag = SUBCOMMANDS[name]
+        p = sub.add_parser(name, help=help_text, description=help_text)
         p.set_defaults(handler=handler)
         if json_flag:
             p.add_argument("--json", action="store_true", help="print one JSON document")
-        return p
+        configure(p)
+    return parser
 
-    p = command("new", cmd_new, "create (or reuse) a worktree of this repository")
+
+def _new_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", nargs="?", metavar="NAME")
     p.add_argument("-p", "--prompt", help="task prompt to name the worktree from")
     p.add_argument("-b", "--branch", help="branch to create or check out (default: NAME)")
     p.add_argument("--from", dest="from_ref", metavar="REF", help="start point of a new branch")
     p.add_argument("--no-fetch", action="store_true", help="do not fetch the remote first")
 
-    p = command("list", cmd_list, "list managed worktrees")
+
+def _list_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true", help="all repositories")
     p.add_argument("--no-status", action="store_true", help="skip git status (faster)")
 
-    p = command("path", cmd_path, "print a worktree's path", json_flag=False)
+
+def _name_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", metavar="NAME")
 
-    p = command("status", cmd_status, "inspect what removing a worktree would lose")
-    p.add_argument("name", metavar="NAME")
 
-    p = command("run", cmd_run, "run a command inside a worktree while holding it",
-                json_flag=False)
+def _run_args(p: argparse.ArgumentParser) -> None:
+    import argparse
+
     p.add_argument("name", metavar="NAME")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD [ARG...]")
 
-    p = command("shell", cmd_shell, "open $SHELL inside a worktree while holding it",
-                json_flag=False)
-    p.add_argument("name", metavar="NAME")
 
-    p = command("rm", cmd_rm, "remove a worktree safely")
+def _rm_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", metavar="NAME")
     p.add_argument("-y", "--yes", action="store_true",
                    help="remove dirty work without asking (a snapshot is kept)")
     p.add_argument("--delete-branch", action="store_true",
                    help="also delete a branch that existed before")
 
-    p = command("snapshot", cmd_snapshot, "save a worktree's full state to refs/vibe/reaped/NAME")
-    p.add_argument("name", metavar="NAME")
 
-    p = command("restore", cmd_restore, "recreate a snapshotted-and-removed worktree")
-    p.add_argument("name", metavar="NAME")
-
-    p = command("prune", cmd_prune, "retention across all repositories")
+def _prune_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep", type=int, metavar="N", help="worktrees to keep (default 15)")
     p.add_argument("--dry-run", action="store_true", help="report the plan, change nothing")
 
-    command("mcp", cmd_mcp, "serve vwt as an MCP server on stdio", json_flag=False)
-    return parser
+
+def _no_args(p: argparse.ArgumentParser) -> None:
+    pass
 
 
 # -- rendering ------------------------------------------------------------------------------
@@ -321,8 +333,24 @@ def cmd_mcp(wt: Worktrees, ns: argparse.Namespace) -> int:
     except ImportError as exc:
         raise VwtError(f"the MCP server needs the mcp extra: pip install 'vibe-worktree[mcp]' "
                        f"({exc})") from None
-    return serve(wt)
+    return int(serve(wt))
 
+
+# name: (help, handler, add its arguments, accepts --json)
+SUBCOMMANDS: dict[str, tuple[str, Any, Any, bool]] = {
+    "new": ("create (or reuse) a worktree of this repository", cmd_new, _new_args, True),
+    "list": ("list managed worktrees", cmd_list, _list_args, True),
+    "path": ("print a worktree's path", cmd_path, _name_arg, False),
+    "status": ("inspect what removing a worktree would lose", cmd_status, _name_arg, True),
+    "run": ("run a command inside a worktree while holding it", cmd_run, _run_args, False),
+    "shell": ("open $SHELL inside a worktree while holding it", cmd_shell, _name_arg, False),
+    "rm": ("remove a worktree safely", cmd_rm, _rm_args, True),
+    "snapshot": ("save a worktree's full state to refs/vibe/reaped/NAME", cmd_snapshot,
+                 _name_arg, True),
+    "restore": ("recreate a snapshotted-and-removed worktree", cmd_restore, _name_arg, True),
+    "prune": ("retention across all repositories", cmd_prune, _prune_args, True),
+    "mcp": ("serve vwt as an MCP server on stdio", cmd_mcp, _no_args, False),
+}
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from . import git as g
 from .errors import GitFailed, NotFound, ValidationFailed, VwtError
 from .faults import checkpoint
-from .layout import Claim, ensure_dir, rmdir_if_empty
+from .layout import Claim, ensure_dir, rmdir_if_empty, unlink_if_exists
 from .locks import STARTING, Holder, acquire_holder, prune_lock, wait_for_holder_release
 from .names import (
     AUTO_BRANCH_PREFIX,
@@ -36,8 +36,7 @@ STARTING_WAIT = 120.0
 CHECKOUT_WORKERS = 0  # 0: let git decide; tuned by the benchmarks
 
 
-@dataclass(frozen=True)
-class Created:
+class Created(NamedTuple):
     """The result of `new` or `restore`."""
 
     name: str
@@ -86,10 +85,7 @@ def _reserve(claim: Claim, record: Record) -> Holder:
 def _unreserve(claim: Claim, starting: Holder) -> None:
     """Undo a reservation whose creation failed: only empty folders are removed."""
     if rmdir_if_empty(claim.checkout) or not os.path.lexists(claim.checkout):
-        try:
-            os.unlink(claim.record_path)
-        except FileNotFoundError:
-            pass
+        unlink_if_exists(claim.record_path)
     starting.release()
     rmdir_if_empty(claim.folder)
     rmdir_if_empty(os.path.dirname(claim.folder))
@@ -126,8 +122,7 @@ def _finish(repo: Repo, claim: Claim, record: Record, starting: Holder, start: S
     return _created(repo, final, True)
 
 
-@dataclass(frozen=True)
-class Start:
+class Start(NamedTuple):
     commit: str
     create_branch: bool
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .errors import GitFailed, NotARepository, VwtError
 
@@ -43,8 +43,7 @@ def _base_env() -> dict[str, str]:
     return env
 
 
-@dataclass(frozen=True)
-class Git:
+class Git(NamedTuple):
     """Runs git in `cwd`; `housekeeping` adds the hardening of the spec."""
 
     cwd: str
@@ -110,8 +109,7 @@ def first_line(text: str) -> str:
     return (errors or lines or ["(no message)"])[0]
 
 
-@dataclass(frozen=True)
-class RepoInfo:
+class RepoInfo(NamedTuple):
     """A repository as the layout sees it."""
 
     repo_root: str  # resolved top level of the main working tree
@@ -251,8 +249,7 @@ def head_commit(git: Git) -> str:
     return commit
 
 
-@dataclass(frozen=True)
-class Status:
+class Status(NamedTuple):
     """What `git status --porcelain=v2` says about one working tree."""
 
     head: str | None

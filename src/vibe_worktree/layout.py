@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .errors import ValidationFailed
 
 try:  # the builtin module avoids loading OpenSSL, which `hashlib` does
-    from _sha256 import sha256
+    from _sha256 import sha256  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - other Pythons
     from hashlib import sha256
 
@@ -42,8 +42,7 @@ def bucket_matches(bucket: str, common_dir: str) -> bool:
     return bucket.endswith(f"-{digest}")
 
 
-@dataclass(frozen=True)
-class Root:
+class Root(NamedTuple):
     """The managed root `<home>/worktrees` and the fixed files inside it."""
 
     home: str
@@ -84,8 +83,7 @@ class Root:
         return [Claim(self, bucket, name) for name in sorted(_subdirectories(folder))]
 
 
-@dataclass(frozen=True)
-class Claim:
+class Claim(NamedTuple):
     """One managed worktree's address: (bucket, name) travel together, never apart."""
 
     root: Root
@@ -156,6 +154,13 @@ def assert_real_directories(claim: Claim) -> None:
 
 def ensure_dir(path: str) -> None:
     os.makedirs(path, mode=0o755, exist_ok=True)
+
+
+def unlink_if_exists(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def rmdir_if_empty(path: str) -> bool:

@@ -12,11 +12,9 @@ import fcntl
 import os
 import stat
 import time
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
 
 from .errors import HeldError, VwtError
-from .layout import Claim, Root, ensure_dir, rmdir_if_empty
+from .layout import Claim, Root, ensure_dir, rmdir_if_empty, unlink_if_exists
 from .names import path_segment_problem
 
 STARTING = ".starting"
@@ -49,24 +47,36 @@ def _flock_waiting(fd: int, path: str, timeout: float) -> None:
         pause = min(pause * 2, 0.05)
 
 
-@contextmanager
-def locked(path: str, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+class locked:
     """Hold an exclusive flock on `path` (created if needed) for the block."""
-    ensure_dir(os.path.dirname(path))
-    fd = _open_lock_file(path, create=True)
-    try:
-        _flock_waiting(fd, path, timeout)
-        yield
-    finally:
-        os.close(fd)
+
+    def __init__(self, path: str, timeout: float = LOCK_TIMEOUT) -> None:
+        self.path = path
+        self.timeout = timeout
+        self._fd: int | None = None
+
+    def __enter__(self) -> None:
+        ensure_dir(os.path.dirname(self.path))
+        fd = _open_lock_file(self.path, create=True)
+        try:
+            _flock_waiting(fd, self.path, self.timeout)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
-def prune_lock(root: Root) -> AbstractContextManager[None]:
+def prune_lock(root: Root) -> locked:
     """Serialises create, attach and retention across processes."""
     return locked(root.prune_lock)
 
 
-def registry_lock(root: Root) -> AbstractContextManager[None]:
+def registry_lock(root: Root) -> locked:
     """Taken around every change or read of a holder set."""
     return locked(root.registry_lock)
 
@@ -142,10 +152,7 @@ class Holder:
         if self._fd is None:
             return
         with registry_lock(self.claim.root):
-            try:
-                os.unlink(self.path)
-            except FileNotFoundError:
-                pass
+            unlink_if_exists(self.path)
             os.close(self._fd)
             self._fd = None
             rmdir_if_empty(self.claim.holders_dir)

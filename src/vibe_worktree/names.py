@@ -22,8 +22,16 @@ _STOP_WORDS = frozenset(
 )
 _NON_SLUG = re.compile(r"[^a-z0-9]+")
 
-_ADJECTIVES = ["amber", "brisk", "calm", "clever", "cosmic", "crisp", "daring", "eager", "fuzzy", "gentle", "golden", "happy", "humble", "jolly", "keen", "lively", "lucky", "mellow", "nimble", "plucky", "quick", "quiet", "rapid", "shiny", "silent", "snappy", "steady", "sunny", "swift", "tidy", "vivid", "witty"]
-_NOUNS = ["badger", "beacon", "comet", "falcon", "fern", "gecko", "harbor", "heron", "koala", "lantern", "lynx", "maple", "marten", "meadow", "narwhal", "otter", "panda", "pebble", "puffin", "quokka", "raven", "river", "robin", "salmon", "sparrow", "spruce", "tiger", "walrus", "willow", "wombat"]
+_ADJECTIVES = (
+    "amber brisk calm clever cosmic crisp daring eager fuzzy gentle golden happy humble "
+    "jolly keen lively lucky mellow nimble plucky quick quiet rapid shiny silent snappy "
+    "steady sunny swift tidy vivid witty"
+).split()
+_NOUNS = (
+    "badger beacon comet falcon fern gecko harbor heron koala lantern lynx maple marten "
+    "meadow narwhal otter panda pebble puffin quokka raven river robin salmon sparrow "
+    "spruce tiger walrus willow wombat"
+).split()
 
 
 def _is_control(char: str) -> bool:

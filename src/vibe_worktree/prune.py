@@ -11,7 +11,6 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from .errors import HeldError, InvalidName, VwtError
 from .faults import checkpoint
@@ -45,12 +44,14 @@ RESERVATION_GRACE = 600.0  # seconds an empty reservation may wait for its creat
 Warn = Callable[[str], None]
 
 
-@dataclass
 class PruneResult:
-    removed: list[dict[str, object]] = field(default_factory=list)
-    kept: list[dict[str, object]] = field(default_factory=list)
-    reservations_discarded: list[dict[str, object]] = field(default_factory=list)
-    stale_holders_removed: int = 0
+    """What prune did (or, with dry_run, would do); filled in as it goes."""
+
+    def __init__(self) -> None:
+        self.removed: list[dict[str, object]] = []
+        self.kept: list[dict[str, object]] = []
+        self.reservations_discarded: list[dict[str, object]] = []
+        self.stale_holders_removed = 0
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import NamedTuple
 
 from .names import path_segment_problem
+
+TYPE_CHECKING = False  # `typing` is slow to import; mypy treats this as True
+if TYPE_CHECKING:
+    from typing import Any
 
 VERSION = 1
 MAX_RECORD_BYTES = 1 << 20
@@ -37,8 +40,7 @@ def parse_timestamp(text: str) -> float:
     return stamp.timestamp()
 
 
-@dataclass(frozen=True)
-class Record:
+class Record(NamedTuple):
     """A managed worktree: `base_commit` is None while it is only reserved."""
 
     name: str
@@ -50,7 +52,7 @@ class Record:
     session_dirs: tuple[str, ...] = ()
     reap_requested: bool = False
     moved_checkout_admin: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    extra: dict[str, Any] = {}  # noqa: RUF012 - never mutated; copied by to_json
 
     @property
     def reserved(self) -> bool:
@@ -60,7 +62,7 @@ class Record:
         return parse_timestamp(self.claimed_at)
 
     def with_base(self, base_commit: str) -> Record:
-        return replace(self, base_commit=base_commit)
+        return self._replace(base_commit=base_commit)
 
     def to_json(self) -> dict[str, Any]:
         data = dict(self.extra)
@@ -79,8 +81,7 @@ class Record:
         return data
 
 
-@dataclass(frozen=True)
-class Recovery:
+class Recovery(NamedTuple):
     """What a snapshot-and-remove left behind so `restore` can bring it back."""
 
     name: str
@@ -89,7 +90,7 @@ class Recovery:
     base_commit: str | None
     snapshot_ref: str
     removed_at: str
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    extra: dict[str, Any] = {}  # noqa: RUF012 - never mutated; copied by to_json
 
     @property
     def branch_created(self) -> bool:

@@ -8,14 +8,14 @@ finishes whatever a crash interrupted.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from contextlib import suppress
+from typing import NamedTuple
 
 from . import git as g
 from .errors import HeldError, ValidationFailed, VwtError
 from .faults import checkpoint
-from .layout import Claim, ensure_dir, rmdir_if_empty
+from .layout import Claim, ensure_dir, rmdir_if_empty, unlink_if_exists
 from .locks import REMOVING, Holder, acquire_holder
 from .records import Record, Recovery, utc_now, write_recovery
 from .worktrees import (
@@ -42,8 +42,7 @@ class SnapshotFailed(VwtError):
     pass
 
 
-@dataclass(frozen=True)
-class Snapshot:
+class Snapshot(NamedTuple):
     name: str
     ref: str
     commit: str
@@ -52,8 +51,7 @@ class Snapshot:
         return {"name": self.name, "ref": self.ref, "commit": self.commit}
 
 
-@dataclass(frozen=True)
-class Removal:
+class Removal(NamedTuple):
     name: str
     outcome: str
     branch_deleted: bool
@@ -67,8 +65,7 @@ class Removal:
         }
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):
     """A worktree about to be snapshotted or removed, with everything proven about it."""
 
     claim: Claim
@@ -130,16 +127,13 @@ def snapshot_commit(target: Target, inspection: Inspection) -> str:
     git = g.Git(git.cwd, neutralised_filters=drivers)
     index = os.path.join(target.checkout.admin_dir, f"vwt-snapshot-{os.urandom(6).hex()}.index")
     try:
-        try:
+        import shutil
+
+        with suppress(FileNotFoundError):  # no index yet: stage from scratch
             shutil.copyfile(os.path.join(target.checkout.admin_dir, "index"), index)
-        except FileNotFoundError:
-            pass
         tree = g.snapshot_tree(git, index)
     finally:
-        try:
-            os.unlink(index)
-        except FileNotFoundError:
-            pass
+        unlink_if_exists(index)
     return g.commit_tree(git, tree, parents, message)
 
 
@@ -182,14 +176,13 @@ def move_to_trash(claim: Claim) -> str | None:
 
 def delete_trash(trash: str | None) -> None:
     if trash and os.path.isdir(trash) and not os.path.islink(trash):
+        import shutil  # slow to import; only removals need it
+
         shutil.rmtree(trash, ignore_errors=True)
 
 
 def drop_record_and_folders(claim: Claim) -> None:
-    try:
-        os.unlink(claim.record_path)
-    except FileNotFoundError:
-        pass
+    unlink_if_exists(claim.record_path)
 
 
 def tidy_claim_folders(claim: Claim) -> None:
@@ -251,7 +244,8 @@ def remove_worktree(
 ) -> Removal:
     """`vwt rm`: the rules of the spec, in order; refusals are outcomes, not errors."""
     if entry is None:
-        return Removal(claim.name, NOT_FOUND, False, None, f"no managed worktree named {claim.name}")
+        return Removal(claim.name, NOT_FOUND, False, None,
+                       f"no managed worktree named {claim.name}")
     if entry.problem is None and entry.record is None:
         os.unlink(claim.recovery_path)
         tidy_claim_folders(claim)

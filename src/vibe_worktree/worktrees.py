@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from . import git as g
 from .errors import NotFound, ValidationFailed, VwtError
@@ -19,8 +19,7 @@ SNAPSHOT = "snapshot"
 BROKEN = "broken"
 
 
-@dataclass(frozen=True)
-class Repo:
+class Repo(NamedTuple):
     """A repository and the bucket it maps to under one root."""
 
     root: Root
@@ -42,8 +41,7 @@ def open_repo(root: Root, cwd: str) -> Repo:
     return Repo(root, g.discover(cwd))
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """Everything known about one claim without asking git."""
 
     claim: Claim
@@ -118,8 +116,7 @@ def require_trusted(entry: Entry) -> Record:
     return entry.record
 
 
-@dataclass(frozen=True)
-class Checkout:
+class Checkout(NamedTuple):
     """A validated checkout: its admin folder inside the common git dir, and its HEAD."""
 
     path: str
@@ -162,7 +159,8 @@ def validate_checkout(claim: Claim, common_dir: str | None = None) -> Checkout:
         raise ValidationFailed(f"{dotgit} does not name a git dir")
     admin = os.path.realpath(os.path.join(claim.checkout, text[len("gitdir: "):]))
     try:
-        common = os.path.realpath(os.path.join(admin, _read_small(os.path.join(admin, "commondir"))))
+        commondir = _read_small(os.path.join(admin, "commondir"))
+        common = os.path.realpath(os.path.join(admin, commondir))
         head = _read_small(os.path.join(admin, "HEAD"))
     except OSError:
         raise ValidationFailed(f"{claim.checkout} points at a missing git admin folder") from None
@@ -196,8 +194,7 @@ def repo_git_for(claim: Claim, record: Record | None, checkout: Checkout | None)
     return g.Git(info.common_dir)
 
 
-@dataclass(frozen=True)
-class Inspection:
+class Inspection(NamedTuple):
     """The cleanup inspection: what removing the worktree would lose."""
 
     changes: int
@@ -259,5 +256,6 @@ def ensure_not_inside(path: str) -> None:
 def check_name_free(claim: Claim) -> None:
     if os.path.lexists(claim.checkout):
         raise VwtError(
-            f"{claim.checkout} exists but is not a managed worktree; move it away or pick another name"
+            f"{claim.checkout} exists but is not a managed worktree; "
+            "move it away or pick another name"
         )
