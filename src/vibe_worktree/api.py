@@ -28,10 +28,12 @@ from .worktrees import (
     MISSING,
     READY,
     SNAPSHOT,
+    Checkout,
     Entry,
     Inspection,
     Repo,
     entries,
+    filter_drivers,
     inspect_checkout,
     open_repo,
     require_entry,
@@ -137,10 +139,11 @@ def _listed(entry: Entry, holders: int) -> Listed:
     )
 
 
-def _with_status(row: Listed, entry: Entry) -> Listed:
+def _with_status(row: Listed, entry: Entry, checkout: Checkout,
+                 cache: dict[str, tuple[str, ...]]) -> Listed:
     assert entry.record is not None
     try:
-        inspection = inspect_checkout(validate_checkout(entry.claim), entry.record)
+        inspection = inspect_checkout(checkout, entry.record, cache)
     except VwtError as exc:
         return _replace(row, problem=exc.message)
     return _replace(row, changes=inspection.changes, ahead=inspection.ahead)
@@ -196,13 +199,24 @@ class Worktrees:
             rows = [_listed(e, len(live_holders(e.claim))) for e in found]
         if not with_status:
             return rows
-        ready = [i for i, e in enumerate(found) if e.state == READY]
-        if ready:
+        checkouts: dict[int, Checkout] = {}
+        cache: dict[str, tuple[str, ...]] = {}
+        for i, entry in enumerate(found):
+            if entry.state != READY:
+                continue
+            try:
+                checkouts[i] = validate_checkout(entry.claim)
+                filter_drivers(checkouts[i], cache)  # one config read per repository
+            except VwtError as exc:
+                rows[i] = _replace(rows[i], problem=exc.message)
+        if checkouts:
             from concurrent.futures import ThreadPoolExecutor  # imports logging: only here
 
             with ThreadPoolExecutor(status_pool_size()) as pool:
-                done = pool.map(lambda i: _with_status(rows[i], found[i]), ready)
-                for i, row in zip(ready, done, strict=True):
+                done = pool.map(
+                    lambda i: _with_status(rows[i], found[i], checkouts[i], cache), checkouts
+                )
+                for i, row in zip(list(checkouts), done, strict=True):
                     rows[i] = row
         return rows
 

@@ -181,10 +181,11 @@ def create_named(
 ) -> Created:
     """`vwt new NAME`: create it, or reuse it after validating the checkout."""
     validate_name(name, as_branch=branch is None)
+    branch_given = branch is not None
     branch = validate_branch(branch or name)
     claim = repo.claim(name)
     for _attempt in range(3):
-        outcome = _claim_or_reuse(repo, claim, branch)
+        outcome = _claim_or_reuse(repo, claim, branch, branch_given)
         if isinstance(outcome, Created):
             return outcome
         if isinstance(outcome, Holder):
@@ -208,8 +209,14 @@ def _start_or_unreserve(
         raise
 
 
-def _claim_or_reuse(repo: Repo, claim: Claim, branch: str) -> Created | Holder | None:
-    """Under the prune lock: reuse (Created), reserve (Holder), or None to wait."""
+def _claim_or_reuse(
+    repo: Repo, claim: Claim, branch: str, branch_given: bool
+) -> Created | Holder | None:
+    """Under the prune lock: reuse (Created), reserve (Holder), or None to wait.
+
+    A managed NAME is reused on its recorded branch; only an explicit `--branch`
+    that names another branch is an error.
+    """
     with prune_lock(repo.root):
         entry = load_entry(claim)
         if entry is None:
@@ -227,7 +234,7 @@ def _claim_or_reuse(repo: Repo, claim: Claim, branch: str) -> Created | Holder |
             raise ValidationFailed(
                 f"{claim.checkout} is missing; run vwt rm {claim.name} (or vwt prune) first"
             )
-        if record.branch != branch:
+        if branch_given and record.branch != branch:
             raise ValidationFailed(
                 f"{claim.name} exists on branch {record.branch}, not {branch}; pick another name"
             )

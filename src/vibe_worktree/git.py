@@ -304,19 +304,27 @@ def count_commits(git: Git, base: str, head: str) -> int:
     return int(git.out("rev-list", "--count", f"{base}..{head}").strip() or 0)
 
 
-def repo_filter_drivers(git: Git) -> tuple[str, ...]:
-    """Filter drivers defined by the repository's own config (local, worktree, includes)."""
-    out = git.out("config", "-z", "--show-scope", "--get-regexp", r"^filter\.", check=False)
+def repo_filter_drivers(git: Git) -> tuple[tuple[str, ...], bool]:
+    """Filter drivers the repository's own config defines (local, worktree, includes), and
+    whether worktrees may have config of their own (extensions.worktreeConfig)."""
+    out = git.out(
+        "config", "-z", "--show-scope", "--get-regexp", r"^(filter\.|extensions\.worktreeconfig$)",
+        check=False,
+    )
     drivers: set[str] = set()
+    per_worktree = False
     fields = out.split("\0")
     for scope, entry in zip(fields[0::2], fields[1::2], strict=False):
+        key, _, value = entry.partition("\n")
+        if key == "extensions.worktreeconfig":
+            per_worktree = value.strip().lower() in ("true", "yes", "on", "1")
+            continue
         if scope not in ("local", "worktree"):
             continue
-        key = entry.split("\n", 1)[0]
         driver, _, setting = key[len("filter."):].rpartition(".")
         if driver and setting in ("clean", "smudge", "process", "required"):
             drivers.add(driver)
-    return tuple(sorted(drivers))
+    return tuple(sorted(drivers)), per_worktree
 
 
 def files_using_filters(git: Git, drivers: Iterable[str]) -> list[str]:

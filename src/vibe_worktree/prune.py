@@ -33,6 +33,7 @@ from .remove import (
     inspect,
     remove_target,
     snapshot,
+    snapshot_problem,
     target_for,
     tidy_claim_folders,
 )
@@ -223,6 +224,20 @@ def _retain(found: list[Entry], limit: int, dry_run: bool, result: PruneResult) 
             remaining -= _reap(entry, dry_run, result)
 
 
+def _plan(entry: Entry, result: PruneResult) -> int:
+    """--dry-run: the same checks as a real removal, nothing written."""
+    try:
+        target = target_for(entry)
+        problem = snapshot_problem(target, inspect(target))
+    except VwtError as exc:
+        problem = str(exc)
+    if problem and (entry.state != MISSING):
+        result.kept.append(_label(entry, reason=f"snapshot failed: {problem}"))
+        return 0
+    result.removed.append(_label(entry, snapshot_ref=entry.claim.snapshot_ref))
+    return 1
+
+
 def _reap(entry: Entry, dry_run: bool, result: PruneResult) -> int:
     """Snapshot then remove one worktree; 1 when it went (or would go), else 0."""
     holders = _live(entry)
@@ -230,8 +245,7 @@ def _reap(entry: Entry, dry_run: bool, result: PruneResult) -> int:
         result.kept.append(_label(entry, reason="starting" if STARTING in holders else "held"))
         return 0
     if dry_run:
-        result.removed.append(_label(entry, snapshot_ref=entry.claim.snapshot_ref))
-        return 1
+        return _plan(entry, result)
     try:
         removing = acquire_removal(entry.claim, frozenset())
     except HeldError:

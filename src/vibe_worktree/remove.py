@@ -25,6 +25,8 @@ from .worktrees import (
     Entry,
     Inspection,
     ensure_not_inside,
+    filter_drivers,
+    housekeeping_git,
     inspect_checkout,
     inspect_missing,
     repo_git_for,
@@ -95,36 +97,39 @@ def inspect(target: Target) -> Inspection:
     return inspect_checkout(target.checkout, target.record)
 
 
-def snapshot_commit(target: Target, inspection: Inspection) -> str:
-    """Commit the worktree's full state with HEAD as parent; files, index, HEAD untouched."""
+def snapshot_problem(target: Target, inspection: Inspection) -> str | None:
+    """Why a snapshot of this worktree would fail (checked before anything is written)."""
     name = target.claim.name
     if inspection.nested_repos:
-        raise SnapshotFailed(
-            f"{name} holds a repository of its own at {inspection.nested_repos[0]}, "
-            "which a snapshot cannot save"
-        )
+        return (f"{name} holds a repository of its own at {inspection.nested_repos[0]}, "
+                "which a snapshot cannot save")
     if inspection.dirty_submodules:
-        raise SnapshotFailed(
-            f"{name} has uncommitted work inside submodule {inspection.dirty_submodules[0]}"
-        )
+        return f"{name} has uncommitted work inside submodule {inspection.dirty_submodules[0]}"
+    if inspection.head is None and (target.checkout is None or inspection.changes == 0):
+        return f"{name} has no commit to snapshot"
+    if target.checkout is not None and inspection.changes:
+        git = target.checkout.git
+        filtered = g.files_using_filters(git, filter_drivers(target.checkout))
+        if filtered:
+            return (f"{filtered[0]} uses a filter driver of the repository's own config; a "
+                    "snapshot never runs it nor stages the file raw (commit or remove it yourself)")
+    return None
+
+
+def snapshot_commit(target: Target, inspection: Inspection) -> str:
+    """Commit the worktree's full state with HEAD as parent; files, index, HEAD untouched."""
+    problem = snapshot_problem(target, inspection)
+    if problem:
+        raise SnapshotFailed(problem)
     head = inspection.head
     parents = [head] if head else []
-    message = f"vibe-worktree snapshot of {name} (branch {target.record.branch})"
+    message = f"vibe-worktree snapshot of {target.claim.name} (branch {target.record.branch})"
     if target.checkout is None or inspection.changes == 0:
-        if head is None:
-            raise SnapshotFailed(f"{name} has no commit to snapshot")
+        assert head is not None
         tree = g.rev_parse(target.git, f"{head}^{{tree}}")
         assert tree is not None
         return g.commit_tree(target.git, tree, parents, message)
-    git = target.checkout.git
-    drivers = g.repo_filter_drivers(git)
-    filtered = g.files_using_filters(git, drivers)
-    if filtered:
-        raise SnapshotFailed(
-            f"{filtered[0]} uses the filter driver of the repository's own config; a snapshot "
-            "never runs it nor stages the file raw (commit or remove it yourself)"
-        )
-    git = g.Git(git.cwd, neutralised_filters=drivers)
+    git = housekeeping_git(target.checkout)
     index = os.path.join(target.checkout.admin_dir, f"vwt-snapshot-{os.urandom(6).hex()}.index")
     try:
         import shutil

@@ -220,8 +220,30 @@ class Inspection(NamedTuple):
         return ", ".join(parts) or "nothing"
 
 
-def inspect_checkout(checkout: Checkout, record: Record) -> Inspection:
-    git = checkout.git
+def filter_drivers(checkout: Checkout, cache: dict[str, tuple[str, ...]] | None = None
+                   ) -> tuple[str, ...]:
+    """The repository-defined filter drivers to neutralise in this checkout.
+
+    One git call per repository when `cache` is shared, unless worktrees may
+    carry config of their own; then each checkout is asked.
+    """
+    if cache is not None and checkout.common_dir in cache:
+        return cache[checkout.common_dir]
+    drivers, per_worktree = g.repo_filter_drivers(checkout.git)
+    if cache is not None and not per_worktree:
+        cache[checkout.common_dir] = drivers
+    return drivers
+
+
+def housekeeping_git(checkout: Checkout, cache: dict[str, tuple[str, ...]] | None = None
+                     ) -> g.Git:
+    """A git runner for the checkout that never runs the repository's filter commands."""
+    return g.Git(checkout.path, neutralised_filters=filter_drivers(checkout, cache))
+
+
+def inspect_checkout(checkout: Checkout, record: Record,
+                     cache: dict[str, tuple[str, ...]] | None = None) -> Inspection:
+    git = housekeeping_git(checkout, cache)
     st = g.status(git)
     ahead = 0
     if record.base_commit and st.head:
