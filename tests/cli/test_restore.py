@@ -1,0 +1,129 @@
+"""`vwt restore` (SPEC §4 restore)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import assert_error, porcelain_paths, tree_files
+
+NEW_KEYS = {"name", "branch", "path", "bucket", "repo_root", "base_commit", "branch_created",
+            "created"}
+
+
+def make_dirty(repo, path: Path) -> None:
+    repo.write("README.md", "edited readme\n", base=path)
+    (path / "src" / "app.py").unlink()
+    repo.write("untracked.txt", "untracked\n", base=path)
+    repo.write("deep/er/file.txt", "nested\n", base=path)
+
+
+def remove_with_snapshot(vwt, name):
+    result = vwt("rm", name, "-y", "--json")
+    assert result.code == 0, str(result)
+    assert result.json()["outcome"] == "removed"
+    return result.json()
+
+
+def test_restore_brings_back_files_exactly_on_the_recorded_branch(repo, vwt):
+    created = vwt.new("undo")
+    path = Path(created["path"])
+    make_dirty(repo, path)
+    files = tree_files(path)
+    changed = porcelain_paths(repo.porcelain(path))
+    head = repo.head(cwd=path)
+    remove_with_snapshot(vwt, "undo")
+    snapshot = repo.rev("refs/vibe/reaped/undo")
+
+    result = vwt.ok("restore", "undo", "--json").json()
+    assert result.keys() >= NEW_KEYS
+    assert result["created"] is True
+    assert result["name"] == "undo"
+    assert result["path"] == str(path)
+    assert result["branch"] == "undo"
+    assert result["bucket"] == repo.bucket
+    assert tree_files(path) == files
+    assert not (path / "src" / "app.py").exists()
+    assert porcelain_paths(repo.porcelain(path)) == changed
+    assert repo.current_branch(cwd=path) == "undo"
+    assert repo.head(cwd=path) == head
+    assert not repo.recovery_path("undo").exists()
+    assert repo.record("undo")["branch"] == "undo"
+    assert repo.record("undo")["claimed_at"].endswith("Z")
+    assert repo.rev("refs/vibe/reaped/undo") == snapshot, "the snapshot ref stays"
+    assert vwt.entry("undo")["state"] == "ready"
+
+
+def test_restore_recreates_a_deleted_branch_at_the_snapshot_parent(repo, vwt):
+    path = Path(vwt.new("lost")["path"])
+    committed = repo.commit("work in branch", {"feature.txt": "feature\n"}, cwd=path)
+    repo.write("wip.txt", "wip\n", base=path)
+    remove_with_snapshot(vwt, "lost")
+    assert not repo.branch_exists("lost"), "branch_created: the branch went with the worktree"
+
+    result = vwt.ok("restore", "lost", "--json").json()
+    assert result["branch"] == "lost"
+    assert repo.rev("refs/heads/lost") == committed
+    assert repo.head(cwd=path) == committed
+    assert (path / "wip.txt").read_text() == "wip\n"
+    assert (path / "feature.txt").read_text() == "feature\n"
+
+
+def test_restore_uses_the_existing_branch_when_it_did_not_move(repo, vwt):
+    repo.git("branch", "keepme")
+    tip = repo.rev("keepme")
+    path = Path(vwt.new("keepme")["path"])
+    repo.write("wip.txt", "wip\n", base=path)
+    remove_with_snapshot(vwt, "keepme")
+    assert repo.rev("refs/heads/keepme") == tip
+
+    result = vwt.ok("restore", "keepme", "--json").json()
+    assert result["branch"] == "keepme"
+    assert repo.current_branch(cwd=path) == "keepme"
+    assert (path / "wip.txt").read_text() == "wip\n"
+
+
+def test_restore_onto_branch_restored_when_the_branch_moved(repo, vwt):
+    repo.git("branch", "moving")
+    path = Path(vwt.new("moving")["path"])
+    head = repo.head(cwd=path)
+    repo.write("wip.txt", "wip\n", base=path)
+    remove_with_snapshot(vwt, "moving")
+    repo.git("branch", "-f", "moving", "HEAD~1")  # someone moved the branch meanwhile
+    moved_to = repo.rev("refs/heads/moving")
+
+    result = vwt.ok("restore", "moving", "--json").json()
+    assert result["branch"] == "moving-restored"
+    assert repo.current_branch(cwd=path) == "moving-restored"
+    assert repo.head(cwd=path) == head
+    assert repo.rev("refs/heads/moving") == moved_to, "the moved branch is left alone"
+    assert (path / "wip.txt").read_text() == "wip\n"
+
+
+def test_restore_picks_the_next_free_restored_suffix(repo, vwt):
+    repo.git("branch", "busy")
+    path = Path(vwt.new("busy")["path"])
+    repo.write("wip.txt", base=path)
+    remove_with_snapshot(vwt, "busy")
+    repo.git("branch", "-f", "busy", "HEAD~1")
+    repo.git("branch", "busy-restored", "HEAD~2")
+    result = vwt.ok("restore", "busy", "--json").json()
+    assert result["branch"] == "busy-restored-2"
+    assert repo.current_branch(cwd=path) == "busy-restored-2"
+
+
+def test_restore_without_a_recovery_record_fails(repo, vwt):
+    assert_error(vwt("restore", "never", "--json"), 1)
+    vwt.new("alive")
+    result = vwt("restore", "alive", "--json")
+    assert result.code != 0, str(result)
+    assert repo.checkout("alive").exists()
+
+
+def test_restored_worktree_can_be_removed_again(repo, vwt):
+    path = Path(vwt.new("twice")["path"])
+    repo.write("wip.txt", base=path)
+    remove_with_snapshot(vwt, "twice")
+    vwt.ok("restore", "twice", "--json")
+    result = vwt("rm", "twice", "--json")
+    assert result.code == 3, "the restored work is dirty again and needs confirmation"
+    assert path.exists()
