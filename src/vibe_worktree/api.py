@@ -161,10 +161,12 @@ class Worktrees:
     """All operations on the managed worktrees under one home."""
 
     def __init__(self, home: str | None = None, cwd: str | None = None,
-                 warn: Warn = warn_to_stderr) -> None:
+                 warn: Warn = warn_to_stderr, progress: bool = False) -> None:
+        """`progress`: let git show its own progress (fetch, checkout) on stderr."""
         self.root = Root(resolve_home(home))
         self.cwd = os.path.abspath(cwd or os.getcwd())
         self.warn = warn
+        self.progress = progress
         self._repo: Repo | None = None
 
     @property
@@ -183,13 +185,18 @@ class Worktrees:
                fetch: bool = True) -> Created:
         """Create a worktree (or reuse NAME after validating it)."""
         if name is not None:
-            return _create.create_named(self.repo, name, branch, from_ref, fetch, self.warn)
+            return _create.create_named(self.root, self.cwd, name, branch, from_ref, fetch,
+                                        self._output)
         if branch is not None:
             raise VwtError("--branch needs a NAME; an automatic name has its own vibe/ branch", 2)
-        return _create.create_auto(self.repo, prompt, from_ref, fetch, self.warn)
+        return _create.create_auto(self.root, self.cwd, prompt, from_ref, fetch, self._output)
 
     def restore(self, name: str) -> Created:
-        return _create.restore(self.repo, name, self.warn)
+        return _create.restore(self.repo, name, self._output)
+
+    @property
+    def _output(self) -> _create.Output:
+        return _create.Output(self.warn, self.progress)
 
     # -- look ------------------------------------------------------------------------------
     def list(self, *, all_repos: bool = False, with_status: bool = True) -> list[Listed]:

@@ -9,7 +9,7 @@ from typing import NamedTuple
 from . import git as g
 from .errors import GitFailed, NotFound, ValidationFailed, VwtError
 from .faults import checkpoint
-from .layout import Claim, ensure_dir, rmdir_if_empty, unlink_if_exists
+from .layout import Claim, Root, ensure_dir, rmdir_if_empty, unlink_if_exists
 from .locks import STARTING, Holder, acquire_holder, prune_lock, wait_for_holder_release
 from .names import (
     AUTO_BRANCH_PREFIX,
@@ -32,6 +32,13 @@ from .worktrees import (
 )
 
 Warn = Callable[[str], None]
+
+
+class Output(NamedTuple):
+    """Where a creation talks: warnings, and whether git's own progress is shown."""
+
+    warn: Warn
+    progress: bool = False
 STARTING_WAIT = 120.0
 CHECKOUT_WORKERS = 0  # 0: let git decide; tuned by the benchmarks
 
@@ -101,12 +108,14 @@ def _is_empty_dir(path: str) -> bool:
         return False
 
 
-def _finish(repo: Repo, claim: Claim, record: Record, starting: Holder, start: Start) -> Created:
+def _finish(
+    repo: Repo, claim: Claim, record: Record, starting: Holder, start: Start, out: Output
+) -> Created:
     try:
         checkpoint("new.reserved")
         g.worktree_add(
             repo.git, claim.checkout, branch=record.branch, start=start.commit,
-            create_branch=start.create_branch, workers=CHECKOUT_WORKERS,
+            create_branch=start.create_branch, workers=CHECKOUT_WORKERS, progress=out.progress,
         )
         checkpoint("new.added")
         final = record.with_base(start.commit)
@@ -127,45 +136,47 @@ class Start(NamedTuple):
     create_branch: bool
 
 
-def resolve_start(repo: Repo, branch: str, from_ref: str | None, fetch: bool, warn: Warn) -> Start:
+def resolve_start(repo: Repo, probe: g.Probe, branch: str, from_ref: str | None, fetch: bool,
+                  out: Output) -> Start:
     """Existing branch: check it out. Else `--from`, else the remote default, else HEAD."""
-    git = repo.git
-    tip = g.branch_tip(git, branch)
+    tip = probe.refs.get(f"refs/heads/{branch}")
     if tip is not None:
         if from_ref:
-            warn(f"branch {branch} exists; checking it out and ignoring --from {from_ref}")
+            out.warn(f"branch {branch} exists; checking it out and ignoring --from {from_ref}")
         return Start(tip, False)
-    if from_ref:
-        commit = g.commit_of(git, from_ref)
-        if commit is None:
-            raise GitFailed(f"--from {from_ref!r} does not name a commit")
-        return Start(commit, True)
-    commit = remote_default_commit(git, fetch, warn)
+    if probe.from_commit:
+        return Start(probe.from_commit, True)
+    commit = remote_default_commit(repo.git, probe, fetch, out) or probe.head
     if commit is None:
-        commit = g.commit_of(git, "HEAD")
-        if commit is None:
-            raise GitFailed("the repository has no commits yet; commit something first")
+        raise GitFailed("the repository has no commits yet; commit something first")
     return Start(commit, True)
 
 
-def remote_default_commit(git: g.Git, fetch: bool, warn: Warn) -> str | None:
-    remote = g.pick_remote(git)
-    if remote is None:
+def remote_default_commit(git: g.Git, probe: g.Probe, fetch: bool, out: Output) -> str | None:
+    """The tip of `origin`'s (or the only remote's) default branch, fetched first if asked."""
+    if "origin" in probe.remotes:
+        remote = "origin"
+    elif len(probe.remotes) == 1:
+        remote = probe.remotes[0]
+    else:
         return None
-    branch = g.remote_head_branch(git, remote)
+    known = probe.remote_heads.get(remote)
+    branch = known[0] if known else None
     if branch is None and fetch:
         branch = g.ask_remote_head_branch(git, remote, g.FETCH_TIMEOUT)
     if branch is None:
-        warn(f"cannot tell the default branch of {remote}; starting from HEAD")
+        out.warn(f"cannot tell the default branch of {remote}; starting from HEAD")
         return None
+    if not fetch and known:
+        return known[1]
     if fetch:
         problem = g.fetch_branch(g.Git(git.cwd, housekeeping=False), remote, branch,
-                                 g.FETCH_TIMEOUT)
+                                 g.FETCH_TIMEOUT, progress=out.progress)
         if problem:
-            warn(f"{problem}; using the last known {remote}/{branch}")
+            out.warn(f"{problem}; using the last known {remote}/{branch}")
     commit = g.commit_of(git, f"refs/remotes/{remote}/{branch}")
     if commit is None:
-        warn(f"{remote}/{branch} is not known locally; starting from HEAD")
+        out.warn(f"{remote}/{branch} is not known locally; starting from HEAD")
     return commit
 
 
@@ -177,21 +188,25 @@ def _new_record(repo: Repo, name: str, branch: str, branch_created: bool) -> Rec
 
 
 def create_named(
-    repo: Repo, name: str, branch: str | None, from_ref: str | None, fetch: bool, warn: Warn
+    root: Root, cwd: str, name: str, branch: str | None, from_ref: str | None, fetch: bool,
+    out: Output,
 ) -> Created:
     """`vwt new NAME`: create it, or reuse it after validating the checkout."""
     validate_name(name, as_branch=branch is None)
     branch_given = branch is not None
     branch = validate_branch(branch or name)
+    probe = g.probe(cwd, [f"refs/heads/{branch}"], from_ref)
+    repo = Repo(root, probe.info)
     claim = repo.claim(name)
     for _attempt in range(3):
         outcome = _claim_or_reuse(repo, claim, branch, branch_given)
         if isinstance(outcome, Created):
             return outcome
         if isinstance(outcome, Holder):
-            start = _start_or_unreserve(repo, claim, outcome, branch, from_ref, fetch, warn)
+            start = _start_or_unreserve(repo, probe, claim, outcome, branch, from_ref, fetch,
+                                        out)
             record = _new_record(repo, name, branch, start.create_branch)
-            return _finish(repo, claim, record, outcome, start)
+            return _finish(repo, claim, record, outcome, start, out)
         # another process is creating it right now: wait, then look again
         if not wait_for_holder_release(claim, STARTING, STARTING_WAIT):
             raise VwtError(f"{name} is still being created by another process; try again later")
@@ -199,11 +214,11 @@ def create_named(
 
 
 def _start_or_unreserve(
-    repo: Repo, claim: Claim, starting: Holder, branch: str, from_ref: str | None,
-    fetch: bool, warn: Warn,
+    repo: Repo, probe: g.Probe, claim: Claim, starting: Holder, branch: str,
+    from_ref: str | None, fetch: bool, out: Output,
 ) -> Start:
     try:
-        return resolve_start(repo, branch, from_ref, fetch, warn)
+        return resolve_start(repo, probe, branch, from_ref, fetch, out)
     except BaseException:
         _unreserve(claim, starting)
         raise
@@ -262,7 +277,7 @@ def _resume_reservation(repo: Repo, claim: Claim, record: Record) -> Created | H
 
 
 def create_auto(
-    repo: Repo, prompt: str | None, from_ref: str | None, fetch: bool, warn: Warn
+    root: Root, cwd: str, prompt: str | None, from_ref: str | None, fetch: bool, out: Output
 ) -> Created:
     """`vwt new -p PROMPT`: a fresh worktree named from the prompt, never a reuse."""
     slug = slugify(prompt or "")
@@ -270,14 +285,17 @@ def create_auto(
     for _attempt in range(20):
         if random_name:
             slug = random_slug()
-        taken_branches = g.existing_branches(repo.git, f"{AUTO_BRANCH_PREFIX}{slug}")
-        taken_branches |= g.existing_branches(repo.git, f"{AUTO_BRANCH_PREFIX}{slug}-*")
-        reserved = _reserve_first_free(repo, slug, taken_branches)
+        prefix = f"refs/heads/{AUTO_BRANCH_PREFIX}{slug}"
+        probe = g.probe(cwd, [prefix, f"{prefix}-*"], from_ref)
+        repo = Repo(root, probe.info)
+        taken = {ref.removeprefix("refs/heads/") for ref in probe.refs}
+        reserved = _reserve_first_free(repo, slug, taken)
         if reserved is not None:
             claim, starting, branch = reserved
-            start = _start_or_unreserve(repo, claim, starting, branch, from_ref, fetch, warn)
+            start = _start_or_unreserve(repo, probe, claim, starting, branch, from_ref, fetch,
+                                        out)
             record = _new_record(repo, claim.name, branch, start.create_branch)
-            return _finish(repo, claim, record, starting, start)
+            return _finish(repo, claim, record, starting, start, out)
         if not random_name:
             raise VwtError(f"all names from {slug} to {slug}-100 are taken; pass a NAME")
     raise VwtError("could not find a free random name; pass a NAME")
@@ -298,7 +316,7 @@ def _reserve_first_free(
     return None
 
 
-def restore(repo: Repo, name: str, warn: Warn) -> Created:
+def restore(repo: Repo, name: str, out: Output) -> Created:
     """Recreate a snapshotted-and-removed worktree with its files as uncommitted changes."""
     claim = repo.claim(name)
     entry = load_entry(claim)
@@ -330,7 +348,7 @@ def restore(repo: Repo, name: str, warn: Warn) -> Created:
     try:
         checkpoint("restore.reserved")
         g.worktree_add(git, claim.checkout, branch=branch, start=parent,
-                       create_branch=create_branch)
+                       create_branch=create_branch, progress=out.progress)
         checkpoint("restore.added")
         user_git = g.Git(claim.checkout, housekeeping=False)
         user_git.run("read-tree", "--reset", "-u", snapshot)
@@ -348,7 +366,7 @@ def restore(repo: Repo, name: str, warn: Warn) -> Created:
         raise
     starting.release()
     if branch != recovery.branch:
-        warn(f"branch {recovery.branch} has moved on; restored onto {branch}")
+        out.warn(f"branch {recovery.branch} has moved on; restored onto {branch}")
     return _created(repo, final, True)
 
 

@@ -9,6 +9,7 @@ else and its config may name any command.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
@@ -70,31 +71,49 @@ class Git(NamedTuple):
         check: bool = True,
         timeout: float | None = None,
         new_session: bool = False,
+        show_progress: bool = False,
     ) -> subprocess.CompletedProcess[str]:
+        """Run git and wait. `new_session` detaches it from the terminal (nothing can
+        prompt there) and lets a timeout kill its whole process group, helpers included.
+        `show_progress` leaves git's stderr on ours so a person sees its progress."""
+        process = self.start(*args, env=env, stdin=input is not None,
+                             new_session=new_session or timeout is not None,
+                             capture_stderr=not show_progress)
+        try:
+            out, err = process.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
+        except BaseException:
+            process.kill()
+            process.wait()
+            raise
+        result = subprocess.CompletedProcess(process.args, process.returncode, out, err or "")
+        if check and result.returncode != 0:
+            why = first_line(result.stderr) if not show_progress else "see git's message above"
+            raise GitFailed(f"git {args[0]} failed: {why}")
+        return result
+
+    def start(self, *args: str, env: dict[str, str] | None = None, stdin: bool = False,
+              new_session: bool = False, capture_stderr: bool = True
+              ) -> subprocess.Popen[str]:
+        """Start git without waiting; `finish` collects it. For independent questions."""
         full_env = _base_env()
         if env:
             full_env.update(env)
         try:
-            result = subprocess.run(
-                self.command(args),
-                cwd=self.cwd,
-                input=input,
-                stdin=None if input is not None else subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                encoding="utf-8",
-                errors="surrogateescape",
-                env=full_env,
-                timeout=timeout,
+            return subprocess.Popen(
+                self.command(args), cwd=self.cwd,
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE if capture_stderr else None,
+                text=True, encoding="utf-8", errors="surrogateescape", env=full_env,
                 start_new_session=new_session,
             )
         except FileNotFoundError as exc:
             if not os.path.isdir(self.cwd):
                 raise VwtError(f"directory {self.cwd} does not exist") from None
             raise VwtError("git is not installed or not on PATH; install git") from exc
-        if check and result.returncode != 0:
-            raise GitFailed(f"git {args[0]} failed: {first_line(result.stderr)}")
-        return result
 
     def out(self, *args: str, **kwargs: object) -> str:
         return self.run(*args, **kwargs).stdout  # type: ignore[arg-type]
@@ -117,12 +136,73 @@ class RepoInfo(NamedTuple):
     toplevel: str  # top level of the working tree we were called from
 
 
+def finish(process: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    out, err = process.communicate()
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+class Probe(NamedTuple):
+    """What `new` needs to know before it reserves a name, asked in parallel."""
+
+    info: RepoInfo
+    head: str | None  # None when the repository has no commit yet
+    refs: dict[str, str]  # refname -> commit, for the branch patterns asked about
+    remote_heads: dict[str, tuple[str, str]]  # remote -> (default branch, its commit)
+    remotes: list[str]
+    from_commit: str | None
+
+
+def probe(cwd: str, branch_patterns: Sequence[str], from_ref: str | None) -> Probe:
+    """Discovery, HEAD, wanted branches, remotes and `--from` in one round of processes."""
+    git = Git(cwd)
+    started = [
+        git.start("rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel"),
+        git.start("rev-parse", "--verify", "--quiet", "HEAD^{commit}"),
+        git.start(
+            "for-each-ref", "--format=%(refname)%00%(objectname)%00%(symref)",
+            *branch_patterns, "refs/remotes/*/HEAD",
+        ),
+        git.start("remote"),
+    ]
+    if from_ref:
+        commit_of_from = f"{from_ref}^{{commit}}"
+        started.append(git.start("rev-parse", "--verify", "--quiet", "--end-of-options",
+                                 commit_of_from))
+    where, head, refs, remote, *rest = [finish(p) for p in started]
+    info = _repo_info(git, where)
+    branches: dict[str, str] = {}
+    remote_heads: dict[str, tuple[str, str]] = {}
+    for line in refs.stdout.splitlines():
+        name, oid, symref = [*line.split("\0"), "", ""][:3]
+        if name.startswith("refs/remotes/") and name.endswith("/HEAD"):
+            remote_name = name[len("refs/remotes/"):-len("/HEAD")]
+            prefix = f"refs/remotes/{remote_name}/"
+            if symref.startswith(prefix):
+                remote_heads[remote_name] = (symref[len(prefix):], oid)
+        elif name:
+            branches[name] = oid
+    from_commit = None
+    if from_ref:
+        from_commit = rest[0].stdout.strip() if rest[0].returncode == 0 else None
+        if not from_commit:
+            raise GitFailed(f"--from {from_ref!r} does not name a commit")
+    return Probe(
+        info, head.stdout.strip() or None if head.returncode == 0 else None, branches,
+        remote_heads, [r for r in remote.stdout.splitlines() if r], from_commit,
+    )
+
+
 def discover(cwd: str) -> RepoInfo:
     """The repository containing `cwd`, or NotARepository."""
     git = Git(cwd)
     result = git.run(
         "rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel", check=False
     )
+    return _repo_info(git, result)
+
+
+def _repo_info(git: Git, result: subprocess.CompletedProcess[str]) -> RepoInfo:
+    cwd = git.cwd
     if result.returncode != 0:
         raise NotARepository(
             f"{cwd} is not inside a git working tree; run vwt from a repository or pass -C DIR"
@@ -213,13 +293,15 @@ def ask_remote_head_branch(git: Git, remote: str, timeout: float) -> str | None:
     return None
 
 
-def fetch_branch(git: Git, remote: str, branch: str, timeout: float) -> str | None:
+def fetch_branch(git: Git, remote: str, branch: str, timeout: float,
+                 progress: bool = False) -> str | None:
     """Best-effort fetch of one branch; returns a warning or None on success."""
     refspec = f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}"
     try:
         result = git.run(
-            "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, refspec,
-            check=False, timeout=timeout, new_session=True,
+            "fetch", "--progress" if progress else "--quiet", "--no-tags",
+            "--no-write-fetch-head", remote, refspec,
+            check=False, timeout=timeout, new_session=True, show_progress=progress,
         )
     except subprocess.TimeoutExpired:
         return f"fetching {remote}/{branch} timed out after {timeout:g} s"
@@ -229,17 +311,17 @@ def fetch_branch(git: Git, remote: str, branch: str, timeout: float) -> str | No
 
 
 def worktree_add(
-    git: Git, path: str, *, branch: str, start: str | None, create_branch: bool, workers: int = 0
+    git: Git, path: str, *, branch: str, start: str | None, create_branch: bool,
+    workers: int = 0, progress: bool = False,
 ) -> None:
     """`git worktree add` as the user would run it (hooks run; git's progress is passed on)."""
-    args = ["worktree", "add", "--quiet"]
+    args = ["worktree", "add"] + ([] if progress else ["--quiet"])
     if create_branch:
         args += ["--no-track", "-b", branch, path, start or "HEAD"]
     else:
         args += [path, branch]
     config = ["-c", f"checkout.workers={workers}"] if workers else []
-    full = Git(git.cwd, housekeeping=False)
-    full.run(*config, *args) if config else full.run(*args)
+    Git(git.cwd, housekeeping=False).run(*config, *args, show_progress=progress)
 
 
 def head_commit(git: Git) -> str:
