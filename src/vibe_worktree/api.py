@@ -21,6 +21,7 @@ from typing import NamedTuple
 from . import create as _create
 from .create import Created
 from .errors import NotFound, ValidationFailed, VwtError
+from .git import map_parallel
 from .layout import Claim, Root, resolve_home
 from .locks import Holder, acquire_holder, live_holders, new_holder_id, prune_lock, registry_lock
 from .worktrees import (
@@ -153,10 +154,6 @@ def _replace(row: Listed, **changes: object) -> Listed:
     return row._replace(**changes)  # type: ignore[arg-type]
 
 
-def status_pool_size() -> int:
-    return max(2, min(8, 2 * (os.cpu_count() or 1)))
-
-
 class Worktrees:
     """All operations on the managed worktrees under one home."""
 
@@ -216,15 +213,10 @@ class Worktrees:
                 filter_drivers(checkouts[i], cache)  # one config read per repository
             except VwtError as exc:
                 rows[i] = _replace(rows[i], problem=exc.message)
-        if checkouts:
-            from concurrent.futures import ThreadPoolExecutor  # imports logging: only here
-
-            with ThreadPoolExecutor(status_pool_size()) as pool:
-                done = pool.map(
-                    lambda i: _with_status(rows[i], found[i], checkouts[i], cache), checkouts
-                )
-                for i, row in zip(list(checkouts), done, strict=True):
-                    rows[i] = row
+        order = list(checkouts)
+        done = map_parallel(lambda i: _with_status(rows[i], found[i], checkouts[i], cache), order)
+        for i, row in zip(order, done, strict=True):
+            rows[i] = row
         return rows
 
     def path(self, name: str) -> str:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple, TypeVar
 
 from .errors import GitFailed, NotARepository, VwtError
 
@@ -26,6 +26,8 @@ _HARDENING = (
     "-c", "diff.external=",
     "-c", "protocol.ext.allow=never",
 )
+T = TypeVar("T")
+R = TypeVar("R")
 SNAPSHOT_IDENTITY = {
     "GIT_AUTHOR_NAME": "vibe-worktree",
     "GIT_AUTHOR_EMAIL": "vwt@localhost",
@@ -447,6 +449,50 @@ def update_refs(git: Git, commands: Sequence[str]) -> None:
 
 def set_ref(git: Git, ref: str, commit: str) -> None:
     git.run("update-ref", ref, commit)
+
+
+def branch_tips(git: Git, branches: Sequence[str]) -> dict[str, str]:
+    """{branch: tip} for those of `branches` that exist, in one call."""
+    if not branches:
+        return {}
+    wanted = set(branches)
+    out = git.out("for-each-ref", "--format=%(refname)%00%(objectname)",
+                  *(f"refs/heads/{b}" for b in branches))
+    tips = {}
+    for line in out.splitlines():
+        ref, _, oid = line.partition("\0")
+        branch = ref.removeprefix("refs/heads/")
+        if branch in wanted:
+            tips[branch] = oid
+    return tips
+
+
+def delete_branches(git: Git, expected: dict[str, str]) -> set[str]:
+    """Delete each branch only if it still points where expected; returns those deleted.
+
+    One transaction when all can go; one by one when any of them moved meanwhile.
+    """
+    if not expected:
+        return set()
+    commands = [f"delete refs/heads/{b} {oid}" for b, oid in expected.items()]
+    if git.run("update-ref", "--stdin", input="".join(c + "\n" for c in commands),
+               check=False).returncode == 0:
+        return set(expected)
+    return {b for b, oid in expected.items() if delete_branch(git, b, oid)}
+
+
+def map_parallel(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """`fn` over `items` on a small thread pool: git processes run side by side."""
+    if len(items) <= 1:
+        return [fn(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor  # imports logging: only when needed
+
+    with ThreadPoolExecutor(pool_size()) as pool:
+        return list(pool.map(fn, items))
+
+
+def pool_size() -> int:
+    return max(2, min(8, 2 * (os.cpu_count() or 1)))
 
 
 def delete_branch(git: Git, branch: str, expected: str | None = None) -> bool:

@@ -11,13 +11,15 @@ import json
 import os
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 from .errors import HeldError, InvalidName, VwtError
 from .faults import checkpoint
-from .git import head_commit
+from .git import head_commit, map_parallel, update_refs
 from .layout import Root
 from .locks import (
     STARTING,
+    Holder,
     holder_ids,
     live_holders,
     prune_lock,
@@ -26,13 +28,15 @@ from .locks import (
 )
 from .records import write_record
 from .remove import (
+    Doomed,
     SnapshotFailed,
     acquire_removal,
     delete_trash,
     drop_record_and_folders,
+    existing_snapshot,
     inspect,
-    remove_target,
-    snapshot,
+    remove_all,
+    snapshot_commit,
     snapshot_problem,
     target_for,
     tidy_claim_folders,
@@ -214,14 +218,39 @@ def _retain(found: list[Entry], limit: int, dry_run: bool, result: PruneResult) 
         e for e in complete
         if e.state == MISSING or (e.record is not None and sessions_finished(e.record.session_dirs))
     ]
-    remaining = len(complete)
-    for entry in always:
-        remaining -= _reap(entry, dry_run, result)
-    for entry in complete:
-        if remaining <= limit:
-            break
-        if entry not in always:
-            remaining -= _reap(entry, dry_run, result)
+    chosen = {id(e) for e in always}
+    rest = [e for e in complete if id(e) not in chosen]
+    remaining = len(complete) - _reap(always, dry_run, result)
+    position = 0
+    while remaining > limit and position < len(rest):
+        batch = rest[position:position + remaining - limit]
+        position += len(batch)
+        remaining -= _reap(batch, dry_run, result)
+
+
+def _reap(batch: list[Entry], dry_run: bool, result: PruneResult) -> int:
+    """Snapshot then remove a batch of worktrees; returns how many went (or would go)."""
+    free = []
+    for entry in batch:
+        holders = _live(entry)
+        if holders:
+            result.kept.append(_label(entry, reason="starting" if STARTING in holders else "held"))
+        else:
+            free.append(entry)
+    if dry_run:
+        return sum(_plan(entry, result) for entry in free)
+    holds: list[tuple[Entry, Holder]] = []
+    for entry in free:
+        try:
+            holds.append((entry, acquire_removal(entry.claim, frozenset())))
+        except HeldError:
+            result.kept.append(_label(entry, reason="held"))
+    try:
+        return _remove_held(holds, result)
+    finally:
+        for entry, holder in holds:
+            holder.release()
+            tidy_claim_folders(entry.claim)
 
 
 def _plan(entry: Entry, result: PruneResult) -> int:
@@ -238,38 +267,50 @@ def _plan(entry: Entry, result: PruneResult) -> int:
     return 1
 
 
-def _reap(entry: Entry, dry_run: bool, result: PruneResult) -> int:
-    """Snapshot then remove one worktree; 1 when it went (or would go), else 0."""
-    holders = _live(entry)
-    if holders:
-        result.kept.append(_label(entry, reason="starting" if STARTING in holders else "held"))
-        return 0
-    if dry_run:
-        return _plan(entry, result)
-    try:
-        removing = acquire_removal(entry.claim, frozenset())
-    except HeldError:
-        result.kept.append(_label(entry, reason="held"))
-        return 0
+class _Saved(NamedTuple):
+    doomed: Doomed
+    commit: str | None  # a new snapshot commit to point the ref at
+
+
+def _save(entry: Entry, cache: dict[str, tuple[str, ...]]) -> _Saved | str:
+    """Inspect and snapshot one worktree (no ref written yet); a string says why not."""
     try:
         target = target_for(entry)
-        inspection = inspect(target)
-        try:
-            ref: str | None = snapshot(target, inspection).ref
-        except (SnapshotFailed, VwtError) as exc:
-            if entry.state != MISSING or inspection.head is not None:
-                result.kept.append(_label(entry, reason=f"snapshot failed: {exc}"))
-                return 0
-            ref = None  # nothing left to save: the checkout and its branch are gone
-        checkpoint("prune.snapshotted")
+        inspection = inspect(target, cache)
         assert entry.record is not None
-        remove_target(target, inspection, delete_branch=entry.record.branch_created,
-                      keep_recovery=ref)
-        result.removed.append(_label(entry, snapshot_ref=ref))
-        return 1
+        doomed = Doomed(target, inspection, None, entry.record.branch_created)
+        ref = existing_snapshot(entry, target.repo_git)
+        if ref is not None:
+            return _Saved(doomed._replace(snapshot_ref=ref), None)
+        try:
+            commit = snapshot_commit(target, inspection)
+        except SnapshotFailed as exc:
+            if entry.state == MISSING and inspection.head is None:
+                return _Saved(doomed, None)  # nothing is left to save: checkout and branch gone
+            return f"snapshot failed: {exc}"
+        return _Saved(doomed._replace(snapshot_ref=entry.claim.snapshot_ref), commit)
     except VwtError as exc:
-        result.kept.append(_label(entry, reason=str(exc)))
-        return 0
-    finally:
-        removing.release()
-        tidy_claim_folders(entry.claim)
+        return str(exc)
+
+
+def _remove_held(holds: list[tuple[Entry, Holder]], result: PruneResult) -> int:
+    cache: dict[str, tuple[str, ...]] = {}
+    saved = map_parallel(lambda pair: _save(pair[0], cache), holds)
+    ready: list[tuple[Entry, _Saved]] = []
+    for (entry, _holder), outcome in zip(holds, saved, strict=True):
+        if isinstance(outcome, str):
+            result.kept.append(_label(entry, reason=outcome))
+        else:
+            ready.append((entry, outcome))
+    by_repo: dict[str, list[_Saved]] = {}
+    for _entry, item in ready:
+        by_repo.setdefault(item.doomed.target.repo_git.cwd, []).append(item)
+    for items in by_repo.values():
+        update_refs(items[0].doomed.target.repo_git, [
+            f"update {i.doomed.snapshot_ref} {i.commit}" for i in items if i.commit
+        ])
+    checkpoint("prune.snapshotted")
+    remove_all([item.doomed for _entry, item in ready])
+    for entry, item in ready:
+        result.removed.append(_label(entry, snapshot_ref=item.doomed.snapshot_ref))
+    return len(ready)

@@ -8,7 +8,7 @@ finishes whatever a crash interrupted.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from typing import NamedTuple
 
@@ -91,10 +91,10 @@ def target_for(entry: Entry) -> Target:
     return Target(entry.claim, record, checkout, repo_git_for(entry.claim, record, checkout))
 
 
-def inspect(target: Target) -> Inspection:
+def inspect(target: Target, cache: dict[str, tuple[str, ...]] | None = None) -> Inspection:
     if target.checkout is None:
         return inspect_missing(target.repo_git, target.record)
-    return inspect_checkout(target.checkout, target.record)
+    return inspect_checkout(target.checkout, target.record, cache)
 
 
 def snapshot_problem(target: Target, inspection: Inspection) -> str | None:
@@ -158,16 +158,6 @@ def recovery_for(target: Target, ref: str) -> Recovery:
     )
 
 
-def branch_is_safe_to_delete(target: Target, inspection: Inspection) -> bool:
-    """The branch holds nothing the removal did not already account for.
-
-    True when its tip is the worktree's HEAD (inspected, and snapshotted if
-    dirty) or still the base commit.
-    """
-    tip = g.branch_tip(target.repo_git, target.record.branch)
-    return tip is not None and tip in (inspection.head, target.record.base_commit)
-
-
 def move_to_trash(claim: Claim) -> str | None:
     """Rename the checkout into `.trash` (atomic, instant); None when there is none."""
     if not os.path.lexists(claim.checkout):
@@ -198,32 +188,88 @@ def tidy_claim_folders(claim: Claim) -> None:
     rmdir_if_empty(os.path.dirname(claim.checkout))
 
 
-def remove_target(
-    target: Target, inspection: Inspection, *, delete_branch: bool, keep_recovery: str | None
-) -> tuple[bool, str]:
-    """Remove a checkout whose state is already saved or clean. Returns (branch_deleted, note)."""
-    claim = target.claim
-    if keep_recovery:
-        write_recovery(claim.recovery_path, recovery_for(target, keep_recovery))
+class Doomed(NamedTuple):
+    """A worktree cleared for removal: inspected, and snapshotted when `snapshot_ref` is set."""
+
+    target: Target
+    inspection: Inspection
+    snapshot_ref: str | None
+    delete_branch: bool
+
+
+def existing_snapshot(entry: Entry, repo_git: g.Git) -> str | None:
+    """The snapshot a removal that was interrupted had already saved, if any.
+
+    Taking a new one would overwrite it with less (the checkout is gone by then).
+    """
+    if entry.recovery is None or g.commit_of(repo_git, entry.recovery.snapshot_ref) is None:
+        return None
+    return entry.recovery.snapshot_ref
+
+
+def remove_all(doomed: Sequence[Doomed]) -> list[tuple[bool, str]]:
+    """Remove checkouts whose state is saved or clean, in idempotent steps, batched per
+    repository. Returns (branch_deleted, note) for each."""
+    for item in doomed:
+        if item.snapshot_ref:
+            write_recovery(item.target.claim.recovery_path,
+                           recovery_for(item.target, item.snapshot_ref))
     checkpoint("rm.recovery_written")
-    trash = move_to_trash(claim)
+    trashes = [move_to_trash(item.target.claim) for item in doomed]
     checkpoint("rm.trashed")
-    if not g.worktree_remove_entry(target.repo_git, claim.checkout):
-        g.worktree_prune(target.repo_git)
-    checkpoint("rm.unregistered")
-    branch_deleted, note = False, ""
-    if delete_branch:
-        if branch_is_safe_to_delete(target, inspection):
-            branch_deleted = g.delete_branch(target.repo_git, target.record.branch)
-            if not branch_deleted:
-                note = f"branch {target.record.branch} could not be deleted; it was kept"
-        else:
-            note = f"branch {target.record.branch} has commits the worktree did not; it was kept"
+    by_repo: dict[str, list[int]] = {}
+    for i, item in enumerate(doomed):
+        by_repo.setdefault(item.target.repo_git.cwd, []).append(i)
+    results: list[tuple[bool, str]] = [(False, "")] * len(doomed)
+    for indexes in by_repo.values():
+        repo_git = doomed[indexes[0]].target.repo_git
+        _unregister(repo_git, [doomed[i].target.claim.checkout for i in indexes])
+        checkpoint("rm.unregistered")
+        for i, outcome in zip(indexes, _delete_branches(repo_git, [doomed[i] for i in indexes]),
+                              strict=True):
+            results[i] = outcome
     checkpoint("rm.branch_deleted")
-    drop_record_and_folders(claim)
+    for item in doomed:
+        drop_record_and_folders(item.target.claim)
     checkpoint("rm.record_dropped")
-    delete_trash(trash)
-    return branch_deleted, note
+    g.map_parallel(delete_trash, trashes)
+    return results
+
+
+def _unregister(repo_git: g.Git, checkouts: list[str]) -> None:
+    """Drop git's admin entries of checkouts already moved away: one `prune` for many."""
+    if len(checkouts) == 1 and g.worktree_remove_entry(repo_git, checkouts[0]):
+        return
+    g.worktree_prune(repo_git)
+
+
+def _delete_branches(repo_git: g.Git, doomed: list[Doomed]) -> list[tuple[bool, str]]:
+    """Delete the branches allowed to go, each only while its tip is the inspected HEAD or
+    still the base commit (nothing the removal did not account for)."""
+    wanted = [item.target.record.branch for item in doomed if item.delete_branch]
+    tips = g.branch_tips(repo_git, wanted)
+    safe: dict[str, str] = {}
+    results: list[tuple[bool, str]] = []
+    for item in doomed:
+        branch = item.target.record.branch
+        tip = tips.get(branch)
+        if not item.delete_branch:
+            results.append((False, ""))
+        elif tip is None:
+            results.append((False, f"branch {branch} is already gone"))
+        elif tip in (item.inspection.head, item.target.record.base_commit):
+            safe[branch] = tip
+            results.append((True, ""))
+        else:
+            results.append((False, f"branch {branch} has commits the worktree did not; kept"))
+    deleted = g.delete_branches(repo_git, safe)
+    final = []
+    for item, (ok, note) in zip(doomed, results, strict=True):
+        branch = item.target.record.branch
+        if ok and branch not in deleted:
+            ok, note = False, f"branch {branch} could not be deleted; kept"
+        final.append((ok, note))
+    return final
 
 
 def acquire_removal(claim: Claim, ignore: frozenset[str]) -> Holder:
@@ -276,8 +322,8 @@ def _remove_held(
         return _drop_abandoned_reservation(claim)
     target = target_for(entry)
     inspection = inspect(target)
-    ref = None
-    if not inspection.clean:
+    ref = existing_snapshot(entry, target.repo_git)
+    if ref is None and not inspection.clean:
         loss = inspection.describe_loss()
         if not confirm_dirty(f"{claim.name} has {loss}; remove it anyway (a snapshot is kept)?"):
             return Removal(claim.name, KEPT_DIRTY, False, None,
@@ -292,8 +338,7 @@ def _remove_held(
         drop_branch = delete_branch
     else:
         drop_branch = confirm_branch(f"delete branch {record.branch}, which existed before?")
-    deleted, note = remove_target(target, inspection, delete_branch=drop_branch,
-                                  keep_recovery=ref)
+    [(deleted, note)] = remove_all([Doomed(target, inspection, ref, drop_branch)])
     if not drop_branch and not record.branch_created:
         note = note or f"kept branch {record.branch}, which existed before"
     return Removal(claim.name, REMOVED, deleted, ref, note)
