@@ -160,7 +160,7 @@ class Worktrees:
     def __init__(self, home: str | None = None, cwd: str | None = None,
                  warn: Warn = warn_to_stderr, progress: bool = False) -> None:
         """`progress`: let git show its own progress (fetch, checkout) on stderr."""
-        self.root = Root(resolve_home(home))
+        self.root = Root.at(resolve_home(home))
         self.cwd = os.path.abspath(cwd or os.getcwd())
         self.warn = warn
         self.progress = progress

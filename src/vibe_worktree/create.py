@@ -40,7 +40,7 @@ class Output(NamedTuple):
     warn: Warn
     progress: bool = False
 STARTING_WAIT = 120.0
-CHECKOUT_WORKERS = 0  # 0: let git decide; tuned by the benchmarks
+CHECKOUT_WORKERS = 0  # git's parallel checkout, one worker per core (<1 means all cores)
 
 
 class Created(NamedTuple):
@@ -77,10 +77,10 @@ def _reserve(claim: Claim, record: Record) -> Holder:
     git cannot tell a path that is taken from a bad ref, so the path is ours
     before `git worktree add` ever runs.
     """
-    ensure_dir(os.path.dirname(claim.checkout))
+    ensure_dir(os.path.dirname(claim.checkout), claim.root.path)
     os.mkdir(claim.checkout)  # FileExistsError: someone else has the name
     try:
-        ensure_dir(claim.folder)
+        ensure_dir(claim.folder, claim.root.path)
         starting = acquire_holder(claim, STARTING)
         write_record(claim.record_path, record)
     except BaseException:

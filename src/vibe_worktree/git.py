@@ -35,6 +35,7 @@ SNAPSHOT_IDENTITY = {
     "GIT_COMMITTER_EMAIL": "vwt@localhost",
 }
 FETCH_TIMEOUT = 10.0
+PARALLEL_CHECKOUT_THRESHOLD = 2000
 
 
 def _base_env() -> dict[str, str]:
@@ -314,7 +315,7 @@ def fetch_branch(git: Git, remote: str, branch: str, timeout: float,
 
 def worktree_add(
     git: Git, path: str, *, branch: str, start: str | None, create_branch: bool,
-    workers: int = 0, progress: bool = False,
+    workers: int = 1, progress: bool = False,
 ) -> None:
     """`git worktree add` as the user would run it (hooks run; git's progress is passed on)."""
     args = ["worktree", "add"] + ([] if progress else ["--quiet"])
@@ -322,7 +323,10 @@ def worktree_add(
         args += ["--no-track", "-b", branch, path, start or "HEAD"]
     else:
         args += [path, branch]
-    config = ["-c", f"checkout.workers={workers}"] if workers else []
+    # Parallel checkout pays off on big trees only: below the threshold, workers cost more
+    # to start than they save.
+    config = ["-c", f"checkout.workers={workers}",
+              "-c", f"checkout.thresholdForParallelism={PARALLEL_CHECKOUT_THRESHOLD}"]
     Git(git.cwd, housekeeping=False).run(*config, *args, show_progress=progress)
 
 

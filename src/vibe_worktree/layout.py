@@ -1,7 +1,8 @@
 """Where things live: the home, the managed root, buckets and claim folders.
 
-Paths are plain strings: `pathlib` costs several milliseconds to import, and
-the start-up path is most of what a small command costs.
+Paths are plain strings joined with "/" (POSIX only, as the spec is): `pathlib`
+costs milliseconds to import and `os.path.join` is slow in loops over
+thousands of records; the start-up path is most of what a small command costs.
 """
 
 from __future__ import annotations
@@ -43,33 +44,38 @@ def bucket_matches(bucket: str, common_dir: str) -> bool:
 
 
 class Root(NamedTuple):
-    """The managed root `<home>/worktrees` and the fixed files inside it."""
+    """The managed root `<home>/worktrees` and the fixed files inside it.
+
+    `path` is resolved once: the root itself may be a symlink (to a larger disk,
+    say); below it, nothing may be.
+    """
 
     home: str
+    path: str
 
-    @property
-    def path(self) -> str:
-        return os.path.join(self.home, "worktrees")
+    @classmethod
+    def at(cls, home: str) -> Root:
+        return cls(home, os.path.realpath(f"{home}/worktrees"))
 
     @property
     def claims(self) -> str:
-        return os.path.join(self.path, CLAIMS)
+        return f"{self.path}/{CLAIMS}"
 
     @property
     def trash(self) -> str:
-        return os.path.join(self.path, TRASH)
+        return f"{self.path}/{TRASH}"
 
     @property
     def prune_lock(self) -> str:
-        return os.path.join(self.claims, ".prune")
+        return f"{self.claims}/.prune"
 
     @property
     def registry_lock(self) -> str:
-        return os.path.join(self.claims, ".registry")
+        return f"{self.claims}/.registry"
 
     @property
     def config_file(self) -> str:
-        return os.path.join(self.home, "config.toml")
+        return f"{self.home}/config.toml"
 
     def claim(self, bucket: str, name: str) -> Claim:
         return Claim(self, bucket, name)
@@ -79,7 +85,7 @@ class Root(NamedTuple):
         return sorted(_subdirectories(self.claims))
 
     def claims_in(self, bucket: str) -> list[Claim]:
-        folder = os.path.join(self.claims, bucket)
+        folder = f"{self.claims}/{bucket}"
         return [Claim(self, bucket, name) for name in sorted(_subdirectories(folder))]
 
 
@@ -92,23 +98,23 @@ class Claim(NamedTuple):
 
     @property
     def checkout(self) -> str:
-        return os.path.join(self.root.path, self.bucket, self.name)
+        return f"{self.root.path}/{self.bucket}/{self.name}"
 
     @property
     def folder(self) -> str:
-        return os.path.join(self.root.claims, self.bucket, self.name)
+        return f"{self.root.path}/{CLAIMS}/{self.bucket}/{self.name}"
 
     @property
     def record_path(self) -> str:
-        return os.path.join(self.folder, RECORD)
+        return f"{self.folder}/{RECORD}"
 
     @property
     def recovery_path(self) -> str:
-        return os.path.join(self.folder, RECOVERY)
+        return f"{self.folder}/{RECOVERY}"
 
     @property
     def holders_dir(self) -> str:
-        return os.path.join(self.folder, HOLDERS)
+        return f"{self.folder}/{HOLDERS}"
 
     @property
     def snapshot_ref(self) -> str:
@@ -141,7 +147,7 @@ def assert_real_directories(claim: Claim) -> None:
     A symlink planted at the bucket or the checkout would make a removal or a
     reuse act on a directory outside the root.
     """
-    for path in (claim.root.path, os.path.join(claim.root.path, claim.bucket), claim.checkout):
+    for path in (f"{claim.root.path}/{claim.bucket}", claim.checkout):
         try:
             mode = os.lstat(path).st_mode
         except FileNotFoundError:
@@ -152,8 +158,23 @@ def assert_real_directories(claim: Claim) -> None:
             raise ValidationFailed(f"{path} is not a directory")
 
 
-def ensure_dir(path: str) -> None:
-    os.makedirs(path, mode=0o755, exist_ok=True)
+def ensure_dir(path: str, root: str) -> None:
+    """Create `path` (inside the managed `root`), proving every folder from `root` down is a
+    real directory: a planted symlink must not send our files outside the root."""
+    relative = os.path.relpath(path, root)
+    if relative.startswith(".."):
+        raise ValidationFailed(f"{path} is outside the managed root {root}")
+    current = root
+    for part in ([] if relative == "." else relative.split(os.sep)):
+        current = f"{current}/{part}"
+        try:
+            os.mkdir(current, 0o755)
+        except FileExistsError:
+            pass
+        except FileNotFoundError:
+            os.makedirs(current, 0o755, exist_ok=True)
+        if not stat.S_ISDIR(os.lstat(current).st_mode):
+            raise ValidationFailed(f"{current} is not a real directory; refusing to use it")
 
 
 def unlink_if_exists(path: str) -> None:

@@ -50,13 +50,14 @@ def _flock_waiting(fd: int, path: str, timeout: float) -> None:
 class locked:
     """Hold an exclusive flock on `path` (created if needed) for the block."""
 
-    def __init__(self, path: str, timeout: float = LOCK_TIMEOUT) -> None:
+    def __init__(self, path: str, root: str, timeout: float = LOCK_TIMEOUT) -> None:
         self.path = path
+        self.root = root
         self.timeout = timeout
         self._fd: int | None = None
 
     def __enter__(self) -> None:
-        ensure_dir(os.path.dirname(self.path))
+        ensure_dir(os.path.dirname(self.path), self.root)
         fd = _open_lock_file(self.path, create=True)
         try:
             _flock_waiting(fd, self.path, self.timeout)
@@ -73,12 +74,12 @@ class locked:
 
 def prune_lock(root: Root) -> locked:
     """Serialises create, attach and retention across processes."""
-    return locked(root.prune_lock)
+    return locked(root.prune_lock, root.path)
 
 
 def registry_lock(root: Root) -> locked:
     """Taken around every change or read of a holder set."""
-    return locked(root.registry_lock)
+    return locked(root.registry_lock, root.path)
 
 
 def new_holder_id(prefix: str = "vwt") -> str:
@@ -165,7 +166,7 @@ class Holder:
 
 
 def _create_holder_file(claim: Claim, holder_id: str) -> Holder:
-    ensure_dir(claim.holders_dir)
+    ensure_dir(claim.holders_dir, claim.root.path)
     path = os.path.join(claim.holders_dir, holder_id)
     if os.path.lexists(path) and holder_is_live(path):
         raise HeldError(f"holder {holder_id} of {claim.name} is already live")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from datetime import UTC, datetime
 from typing import NamedTuple
 
@@ -120,14 +121,34 @@ _RECOVERY_FIELDS = {
 }
 
 
+def _read_limited(path: str) -> bytes:
+    """The file's bytes, refusing anything but a regular file of at most MAX_RECORD_BYTES."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise CorruptRecord("it is not a regular file")
+        if info.st_size > MAX_RECORD_BYTES:
+            raise CorruptRecord(f"it is larger than {MAX_RECORD_BYTES} bytes")
+        chunks = []
+        size = 0
+        while chunk := os.read(fd, max(info.st_size, 4096)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_RECORD_BYTES:
+                raise CorruptRecord(f"it is larger than {MAX_RECORD_BYTES} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _load_object(path: str) -> dict[str, Any]:
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_RECORD_BYTES + 1)
-    except IsADirectoryError:
-        raise CorruptRecord("it is a directory") from None
-    if len(raw) > MAX_RECORD_BYTES:
-        raise CorruptRecord(f"it is larger than {MAX_RECORD_BYTES} bytes")
+        raw = _read_limited(path)
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise CorruptRecord(f"it cannot be read ({exc.strerror})") from None
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:

@@ -163,7 +163,7 @@ def move_to_trash(claim: Claim) -> str | None:
     if not os.path.lexists(claim.checkout):
         return None
     ensure_not_inside(claim.checkout)
-    ensure_dir(claim.root.trash)
+    ensure_dir(claim.root.trash, claim.root.path)
     trash = claim.trash_path()
     os.rename(claim.checkout, trash)
     return trash
