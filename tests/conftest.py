@@ -38,7 +38,7 @@ import termios
 import textwrap
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -572,7 +572,9 @@ class Vwt:
         return None
 
     def spawn(self, *args: str, cwd: Path | None = None,
-              env_extra: dict[str, str | None] | None = None) -> subprocess.Popen[str]:
+              env_extra: dict[str, str | None] | None = None,
+              new_session: bool = False) -> subprocess.Popen[str]:
+        """Start vwt in the background (``new_session``: in its own process group)."""
         proc = subprocess.Popen(
             [VWT_BIN, *args],
             cwd=cwd or self.sandbox.default_cwd,
@@ -581,6 +583,7 @@ class Vwt:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            start_new_session=new_session,
         )
         self.started.append(proc)
         return proc
@@ -744,6 +747,35 @@ class ForeignHolder:
         return self.proc.poll() is None
 
 
+_LOCK_SCRIPT = r"""
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+sys.stdout.write("ready\n")
+sys.stdout.flush()
+sys.stdin.read()
+"""
+
+
+@pytest.fixture
+def foreign_lock() -> Iterator[Callable[[Path], ForeignHolder]]:
+    """Another process holding an exclusive flock on any file (e.g. ``.claims/.prune``)."""
+    started: list[ForeignHolder] = []
+
+    def take(path: Path) -> ForeignHolder:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.Popen([sys.executable, "-c", _LOCK_SCRIPT, str(path)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert proc.stdout and proc.stdout.readline().strip() == "ready"
+        lock = ForeignHolder(path, proc)
+        started.append(lock)
+        return lock
+
+    yield take
+    for lock in started:
+        lock.kill()
+
+
 @pytest.fixture
 def holder(layout: Layout) -> Iterator[Callable[..., ForeignHolder]]:
     started: list[ForeignHolder] = []
@@ -808,7 +840,6 @@ class Waiter:
     script: Path
     started: Path
     release: Path
-    extra: dict[str, Path] = field(default_factory=dict)
 
     def command(self) -> list[str]:
         return [sys.executable, str(self.script), str(self.started), str(self.release)]

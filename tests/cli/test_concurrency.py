@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+
+from conftest import wait_for
 
 N = 4
 
@@ -62,3 +66,54 @@ def test_prune_racing_new_leaves_every_worktree_whole(repo, vwt):
         else:
             assert repo.ref_exists(f"refs/vibe/reaped/{name}")
             assert not repo.checkout(name).exists()
+
+
+def _blocking_post_checkout_hook(repo, sandbox):
+    """Make `git worktree add` (run by `vwt new`) pause until we release it."""
+    started = sandbox.tmp / "hook.started"
+    release = sandbox.tmp / "hook.release"
+    hook = repo.path / ".git" / "hooks" / "post-checkout"
+    hook.write_text(
+        "#!/bin/sh\n"
+        f"touch '{started}'\n"
+        f"i=0; while [ ! -e '{release}' ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done\n"
+    )
+    hook.chmod(0o755)
+    return started, release
+
+
+def test_prune_during_creation_never_removes_the_starting_worktree(repo, vwt, sandbox):
+    started, release = _blocking_post_checkout_hook(repo, sandbox)
+    creating = vwt.spawn("new", "in-progress", "--json")
+    wait_for(started.exists)
+    pruned = vwt("prune", "--keep", "0", "--json")
+    assert pruned.code == 0, str(pruned)
+    out = pruned.json()
+    assert "in-progress" not in [r["name"] for r in out["removed"]]
+    assert "in-progress" not in [r["name"] for r in out["reservations_discarded"]]
+    assert repo.record_path("in-progress").exists()
+    release.touch()
+    stdout, stderr = creating.communicate(timeout=60)
+    assert creating.returncode == 0, stderr
+    assert json.loads(stdout)["created"] is True
+    assert vwt.entry("in-progress")["state"] == "ready"
+
+
+def test_creation_killed_midway_is_repaired_by_prune(repo, vwt, sandbox):
+    started, release = _blocking_post_checkout_hook(repo, sandbox)
+    creating = vwt.spawn("new", "crashed", "--json", new_session=True)
+    wait_for(started.exists)
+    # SIGKILL to vwt and its git children, in the middle of `git worktree add`: no cleanup at all
+    os.killpg(creating.pid, signal.SIGKILL)
+    creating.wait(timeout=10)
+    release.touch()
+    listed = vwt("list", "--json")
+    assert listed.code == 0, str(listed)
+    pruned = vwt("prune", "--json")
+    assert pruned.code == 0, str(pruned)
+    assert not [p for p in repo.live_holders("crashed")], "no live holder survives its process"
+    # the name is usable again: a new attempt reuses or recreates it
+    again = vwt("new", "crashed", "--json")
+    assert again.code == 0, str(again)
+    assert vwt.entry("crashed")["state"] == "ready"
+    assert repo.checkout("crashed") in repo.worktree_paths()

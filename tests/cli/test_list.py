@@ -232,3 +232,16 @@ def test_holders_counts_each_live_holder(repo, vwt, holder):
     entry = vwt.entry("shared")
     assert entry["holders"] == 2
     assert entry["held"] is True
+
+
+def test_repositories_with_the_same_folder_name_get_distinct_buckets(make_repo, vwt):
+    first = make_repo("one/app")
+    second = make_repo("two/app")
+    a = vwt.new("same", cwd=first.path)
+    b = vwt.new("same", cwd=second.path)
+    assert a["bucket"] != b["bucket"]
+    assert a["bucket"].startswith("app-") and b["bucket"].startswith("app-")
+    assert {(e["bucket"], e["name"]) for e in vwt.list("--all")} == {
+        (a["bucket"], "same"),
+        (b["bucket"], "same"),
+    }

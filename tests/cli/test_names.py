@@ -43,6 +43,7 @@ INVALID_NAMES = {
     "LPT1": "LPT1",
     "lpt9": "lpt9",
     "too-long": "x" * 101,
+    "too-long-in-characters": "é" * 101,
     "branch-double-dot": "foo..bar",
     "branch-dot-lock": "foo.lock",
     "branch-tilde": "foo~1",
@@ -64,8 +65,10 @@ def test_invalid_name_is_rejected_with_exit_2(repo, vwt, name):
 
 
 @pytest.mark.parametrize(
-    "name", ["x" * 100, "com0", "console", "nul-ish", "a.b", "CON-1", "Mixed_Case-9"],
-    ids=["exactly-100", "com0", "console", "nul-ish", "inner-dot", "con-dash", "mixed"],
+    "name",
+    ["x" * 100, "é" * 100, "com0", "console", "nul-ish", "a.b", "CON-1", "Mixed_Case-9", "café"],
+    ids=["exactly-100", "100-characters-200-bytes", "com0", "console", "nul-ish", "inner-dot",
+         "con-dash", "mixed", "unicode"],
 )
 def test_valid_name_is_accepted(repo, vwt, name):
     result = vwt.new(name)

@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import stat
+import time
 
 from conftest import Repo, assert_error, tree_files
 
@@ -58,6 +59,8 @@ def test_record_json_has_the_shared_format(repo, vwt):
     assert re.match(r'^\{\n  "[a-z_]+": ', raw), "2-space indentation"
     mode = stat.S_IMODE(repo.record_path("rec").stat().st_mode)
     assert mode == 0o600
+    # written atomically: no temporary file is left next to it
+    assert set(os.listdir(repo.claim("rec"))) <= {"record.json", "holders"}
 
 
 def test_bucket_is_the_same_from_a_subdirectory_and_from_a_worktree(repo, vwt):
@@ -120,6 +123,28 @@ def test_failed_fetch_is_a_warning_and_uses_last_known_ref(origin_repo, vwt):
     assert result.code == 0, str(result)
     assert result.json()["base_commit"] == known
     assert result.err.strip(), "a failed fetch is reported as a warning on stderr"
+
+
+def test_failed_fetch_keeps_plain_stdout_to_the_path(origin_repo, vwt):
+    origin_repo.git("remote", "set-url", "origin", str(origin_repo.path.parent / "gone.git"))
+    result = vwt("new", "quiet-path")
+    assert result.code == 0, str(result)
+    assert result.out.splitlines() == [str(origin_repo.checkout("quiet-path"))]
+
+
+def test_hanging_fetch_gives_up_after_the_timeout(origin_repo, vwt, sandbox):
+    known = origin_repo.rev("refs/remotes/origin/main")
+    hang = sandbox.tmp / "hang.sh"
+    hang.write_text("#!/bin/sh\nexec 2>/dev/null\nsleep 40\n")
+    hang.chmod(0o755)
+    origin_repo.git("remote", "set-url", "origin", "ssh://git.invalid/repo.git")
+    started = time.monotonic()
+    result = vwt("new", "slow", "--json", env_extra={"GIT_SSH_COMMAND": str(hang)}, timeout=45)
+    elapsed = time.monotonic() - started
+    assert result.code == 0, str(result)
+    assert result.json()["base_commit"] == known
+    assert elapsed < 25, f"fetch was not cut off at 10 s ({elapsed:.1f} s)"
+    assert result.err.strip()
 
 
 def test_only_remote_is_used_when_not_named_origin(sandbox, layout, make_repo, vwt):

@@ -121,7 +121,10 @@ def test_limit_comes_from_environment_variable(repo, vwt):
 
 def test_limit_comes_from_config_toml(repo, vwt, sandbox):
     make_aged(repo, vwt, {"a": 3, "b": 2, "c": 1})
-    (sandbox.vibe_home / "config.toml").write_text("worktree_limit = 2\n")
+    (sandbox.vibe_home / "config.toml").write_text(
+        '# Vibe settings\nactive_model = "devstral"\nworktree_limit = 2\n\n'
+        '[tools.bash]\npermission = "ask"\n'
+    )
     out = prune(vwt)
     assert names(out["removed"]) == ["a"]
 
@@ -136,8 +139,8 @@ def test_limit_precedence_keep_then_environment_then_config(repo, vwt, sandbox):
 
 
 def test_default_limit_is_fifteen(repo, vwt):
-    ages = {f"w{i:02d}": 20 - i for i in range(16)}
-    make_aged(repo, vwt, ages)
+    for i in range(16):  # made the way Vibe makes them: plain git and a record (faster)
+        repo.add_vibe_worktree(f"w{i:02d}", claimed_at=days_ago(20 - i))
     out = prune(vwt, "--dry-run")
     assert names(out["removed"]) == ["w00"]
 
@@ -251,21 +254,26 @@ def test_finished_sessions_are_reaped_whatever_the_limit(repo, vwt, sandbox):
     active.mkdir()
     (active / "meta.json").write_text(json.dumps({"started_at": "2026-01-01T00:00:00Z"}))
     gone = sessions / "gone"
+    unreadable = sessions / "unreadable"
+    unreadable.mkdir()
+    (unreadable / "meta.json").write_text("{ archived_at")
 
-    for name in ("folder-gone", "archived", "still-active", "mixed", "no-sessions"):
+    for name in ("folder-gone", "archived", "still-active", "mixed", "no-sessions",
+                 "unreadable-meta"):
         vwt.new(name)
     repo.edit_record("folder-gone", session_dirs=[str(gone)])
     repo.edit_record("archived", session_dirs=[str(archived)])
     repo.edit_record("still-active", session_dirs=[str(active)])
     repo.edit_record("mixed", session_dirs=[str(gone), str(active)])
     repo.edit_record("no-sessions", session_dirs=[])
+    repo.edit_record("unreadable-meta", session_dirs=[str(unreadable)])
 
     out = prune(vwt)  # default limit 15: only the finished-session rule applies
     assert names(out["removed"]) == ["archived", "folder-gone"]
     for name in ("archived", "folder-gone"):
         assert repo.recovery_path(name).exists()
         assert repo.ref_exists(f"refs/vibe/reaped/{name}")
-    for name in ("still-active", "mixed", "no-sessions"):
+    for name in ("still-active", "mixed", "no-sessions", "unreadable-meta"):
         assert repo.checkout(name).exists()
 
 
@@ -336,3 +344,18 @@ def test_prune_reports_removed_worktrees_with_recovery_records(repo, vwt):
     assert recovery["snapshot_ref"] == item["snapshot_ref"]
     assert recovery["repo_root"] == str(repo.path)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", recovery["removed_at"])
+
+
+def test_prune_waits_for_the_shared_prune_lock(repo, vwt, layout, foreign_lock):
+    """Vibe holding `.claims/.prune` (flock) keeps our prune from removing anything meanwhile."""
+    make_aged(repo, vwt, {"victim": 2})
+    lock = foreign_lock(layout.claims / ".prune")
+    pruning = vwt.spawn("prune", "--keep", "0", "--json")
+    time.sleep(0.7)
+    assert repo.checkout("victim").exists(), "prune went ahead while another tool held .prune"
+    assert repo.record_path("victim").exists()
+    lock.kill()
+    out, err = pruning.communicate(timeout=60)
+    assert "Traceback" not in err
+    if pruning.returncode == 0:
+        assert names(json.loads(out)["removed"]) == ["victim"]

@@ -127,3 +127,45 @@ def test_restored_worktree_can_be_removed_again(repo, vwt):
     result = vwt("rm", "twice", "--json")
     assert result.code == 3, "the restored work is dirty again and needs confirmation"
     assert path.exists()
+
+
+def test_restore_keeps_executable_bits_and_symlinks(repo, vwt):
+    path = Path(vwt.new("modes")["path"])
+    script = repo.write("run.sh", "#!/bin/sh\necho hi\n", base=path)
+    script.chmod(0o755)
+    (path / "link-to-readme").symlink_to("README.md")
+    (path / "src" / "app.py").chmod(0o755)  # mode change of a tracked file
+    remove_with_snapshot(vwt, "modes")
+    vwt.ok("restore", "modes", "--json")
+    assert (path / "run.sh").stat().st_mode & 0o111
+    assert (path / "src" / "app.py").stat().st_mode & 0o111
+    assert (path / "link-to-readme").is_symlink()
+    assert (path / "link-to-readme").readlink() == Path("README.md")
+
+
+def test_restore_writes_a_fresh_complete_record(repo, vwt):
+    path = Path(vwt.new("fresh-record")["path"])
+    repo.edit_record("fresh-record", claimed_at="2001-01-01T00:00:00.000000Z")
+    repo.write("wip.txt", base=path)
+    remove_with_snapshot(vwt, "fresh-record")
+    result = vwt.ok("restore", "fresh-record", "--json").json()
+    record = repo.record("fresh-record")
+    assert record["version"] == 1
+    assert record["name"] == "fresh-record"
+    assert record["branch"] == result["branch"]
+    assert record["repo_root"] == str(repo.path)
+    assert record["base_commit"] == result["base_commit"]
+    assert record["claimed_at"] > "2001-01-01T00:00:00.000000Z"
+    assert record["claimed_at"].endswith("Z")
+
+
+def test_restore_never_overwrites_something_at_the_checkout_path(repo, vwt):
+    path = Path(vwt.new("occupied")["path"])
+    repo.write("wip.txt", "snapshot me\n", base=path)
+    remove_with_snapshot(vwt, "occupied")
+    repo.write("mine.txt", "written after the removal\n", base=path)
+    result = vwt("restore", "occupied", "--json")
+    assert result.code != 0, str(result)
+    assert (path / "mine.txt").read_text() == "written after the removal\n"
+    assert repo.recovery_path("occupied").exists()
+    assert repo.ref_exists("refs/vibe/reaped/occupied")

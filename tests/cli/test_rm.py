@@ -293,3 +293,14 @@ def test_names_that_escape_the_bucket_touch_nothing(repo, vwt, layout):
     assert path in repo.worktree_paths()
     assert not repo.ref_exists("refs/vibe/reaped/victim")
     assert layout.root.is_dir() and layout.claims.is_dir()
+
+
+def test_claim_folder_is_never_deleted_recursively(repo, vwt):
+    vwt.new("annotated")
+    foreign = repo.claim("annotated") / "vibe-notes.txt"
+    foreign.write_text("another tool's file\n")
+    result = rm(vwt, "annotated")
+    assert result.code == 0, str(result)
+    assert result.json()["outcome"] == "removed"
+    assert not repo.record_path("annotated").exists()
+    assert foreign.read_text() == "another tool's file\n"

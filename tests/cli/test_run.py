@@ -61,6 +61,8 @@ def test_running_command_keeps_the_worktree_from_removal_and_prune(repo, vwt, wa
     entry = vwt.entry("busy")
     assert entry["held"] is True
     assert entry["holders"] >= 1
+    ids = [p.name for p in repo.live_holders("busy")]
+    assert any(i.startswith(f"vwt-{proc.pid}-") for i in ids), ids
     rm = vwt("rm", "busy", "-y", "--json")
     assert rm.code == 4, str(rm)
     assert rm.json()["outcome"] == "kept_in_use"

@@ -122,3 +122,19 @@ def test_our_records_are_readable_by_vibe_rules(repo, vwt):
     assert parsed.tzinfo is not None
     assert record["claimed_at"].endswith("Z")
     assert abs((dt.datetime.now(dt.UTC) - parsed).total_seconds()) < 300
+
+
+def test_vibe_creation_interrupted_after_checkout_is_adopted_keeping_unknown_fields(repo, vwt):
+    """Vibe died between `git worktree add` and writing base_commit: the record is rewritten."""
+    path = vibe_worktree(repo, "half-made", base_commit=None, claimed_at=days_ago(1))
+    pruned = vwt("prune", "--json")
+    assert pruned.code == 0, str(pruned)
+    assert pruned.json()["reservations_discarded"] == [], "a checkout with files is not empty"
+    assert path.exists()
+    assert_extra_fields_survive(repo, "half-made")
+    result = vwt.new("half-made")
+    assert result["path"] == str(path)
+    record = repo.record("half-made")
+    assert record["base_commit"] == repo.head(cwd=path)
+    assert_extra_fields_survive(repo, "half-made")
+    assert vwt.entry("half-made")["state"] == "ready"
