@@ -214,10 +214,7 @@ def _retain(found: list[Entry], limit: int, dry_run: bool, result: PruneResult) 
     complete = [e for e in found if e.state in (READY, MISSING) and e.record is not None]
     complete.sort(key=lambda e: (e.record.claimed_epoch() if e.record else 0.0,
                                  e.claim.bucket, e.name))
-    always = [
-        e for e in complete
-        if e.state == MISSING or (e.record is not None and sessions_finished(e.record.session_dirs))
-    ]
+    always = [e for e in complete if _reap_regardless_of_limit(e)]
     chosen = {id(e) for e in always}
     rest = [e for e in complete if id(e) not in chosen]
     remaining = len(complete) - _reap(always, dry_run, result)
@@ -226,6 +223,14 @@ def _retain(found: list[Entry], limit: int, dry_run: bool, result: PruneResult) 
         batch = rest[position:position + remaining - limit]
         position += len(batch)
         remaining -= _reap(batch, dry_run, result)
+
+
+def _reap_regardless_of_limit(entry: Entry) -> bool:
+    """Orphaned records, finished Vibe sessions and records that ask for it (`reap_requested`)."""
+    record = entry.record
+    return entry.state == MISSING or (
+        record is not None and (record.reap_requested or sessions_finished(record.session_dirs))
+    )
 
 
 def _reap(batch: list[Entry], dry_run: bool, result: PruneResult) -> int:

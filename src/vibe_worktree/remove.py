@@ -176,6 +176,18 @@ def delete_trash(trash: str | None) -> None:
         shutil.rmtree(trash, ignore_errors=True)
 
 
+def delete_leftover_trash(claim: Claim) -> None:
+    """Finish deleting this claim's checkouts that an interrupted removal left in `.trash`."""
+    prefix = f"{claim.bucket}-{claim.name}-"
+    try:
+        names = os.listdir(claim.root.trash)
+    except FileNotFoundError:
+        return
+    for name in names:
+        if name.startswith(prefix) and len(name) == len(prefix) + 32:
+            delete_trash(f"{claim.root.trash}/{name}")
+
+
 def drop_record_and_folders(claim: Claim) -> None:
     unlink_if_exists(claim.record_path)
 
@@ -311,6 +323,7 @@ def remove_worktree(
     finally:
         removing.release()
         tidy_claim_folders(claim)
+        delete_leftover_trash(claim)
 
 
 def _remove_held(
