@@ -16,7 +16,9 @@ VWT = [sys.executable, "-m", "vibe_worktree"]
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     gitconfig = tmp_path / "gitconfig"
-    gitconfig.write_text("[user]\n\tname = T\n\temail = t@example.com\n[init]\n\tdefaultBranch = main\n")
+    gitconfig.write_text(
+        "[user]\n\tname = T\n\temail = t@example.com\n[init]\n\tdefaultBranch = main\n"
+    )
     e = dict(os.environ)
     e.update(HOME=str(tmp_path), VIBE_HOME=str(tmp_path / "vibe"), GIT_CONFIG_NOSYSTEM="1",
              GIT_CONFIG_GLOBAL=str(gitconfig))
