@@ -125,10 +125,8 @@ def snapshot_commit(target: Target, inspection: Inspection) -> str:
     parents = [head] if head else []
     message = f"vibe-worktree snapshot of {target.claim.name} (branch {target.record.branch})"
     if target.checkout is None or inspection.changes == 0:
-        assert head is not None
-        tree = g.rev_parse(target.git, f"{head}^{{tree}}")
-        assert tree is not None
-        return g.commit_tree(target.git, tree, parents, message)
+        assert head is not None  # nothing to stage: the snapshot is HEAD's own tree
+        return g.commit_tree(target.git, f"{head}^{{tree}}", parents, message)
     git = housekeeping_git(target.checkout)
     index = os.path.join(target.checkout.admin_dir, f"vwt-snapshot-{os.urandom(6).hex()}.index")
     try:
