@@ -198,8 +198,11 @@ def create_named(
     probe = g.probe(cwd, [f"refs/heads/{branch}"], from_ref)
     repo = Repo(root, probe.info)
     claim = repo.claim(name)
+    # Known before the reservation is written, so that even a crash right after
+    # `git worktree add` never leaves a pre-existing branch recorded as ours.
+    branch_created = f"refs/heads/{branch}" not in probe.refs
     for _attempt in range(3):
-        outcome = _claim_or_reuse(repo, claim, branch, branch_given)
+        outcome = _claim_or_reuse(repo, claim, branch, branch_given, branch_created)
         if isinstance(outcome, Created):
             return outcome
         if isinstance(outcome, Holder):
@@ -225,7 +228,7 @@ def _start_or_unreserve(
 
 
 def _claim_or_reuse(
-    repo: Repo, claim: Claim, branch: str, branch_given: bool
+    repo: Repo, claim: Claim, branch: str, branch_given: bool, branch_created: bool
 ) -> Created | Holder | None:
     """Under the prune lock: reuse (Created), reserve (Holder), or None to wait.
 
@@ -241,7 +244,7 @@ def _claim_or_reuse(
                 )
             if os.path.isdir(claim.checkout) and not os.path.islink(claim.checkout):
                 os.rmdir(claim.checkout)  # an empty leftover of a crashed creation
-            return _reserve(claim, _new_record(repo, claim.name, branch, True))
+            return _reserve(claim, _new_record(repo, claim.name, branch, branch_created))
         record = require_trusted(entry)
         if entry.state == RESERVED:
             return _resume_reservation(repo, claim, record)

@@ -66,3 +66,21 @@ def test_dirty_work_survives_a_removal_killed_after_its_snapshot(
     assert (path / "notes.txt").read_text() == "precious\n"
     trash = Path(env["VIBE_HOME"]) / "worktrees" / ".trash"
     assert not trash.exists() or not any(trash.iterdir())
+
+
+def test_a_creation_killed_after_checkout_never_claims_a_preexisting_branch(
+    repo: Path, env: dict[str, str]
+) -> None:
+    subprocess.run(["git", "branch", "theirs"], cwd=repo, check=True, env=env)
+    killed = vwt(repo, env, "new", "theirs", crash="new.added")
+    assert killed.returncode == -9
+
+    adopted = vwt(repo, env, "new", "theirs", "--json")
+    assert adopted.returncode == 0, adopted.stderr
+    assert json.loads(adopted.stdout)["branch_created"] is False
+
+    removed = vwt(repo, env, "rm", "theirs", "--json")
+    assert json.loads(removed.stdout)["branch_deleted"] is False
+    branches = subprocess.run(["git", "branch", "--list", "theirs"], cwd=repo, env=env,
+                              capture_output=True, text=True, check=True).stdout
+    assert "theirs" in branches
