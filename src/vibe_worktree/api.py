@@ -200,7 +200,7 @@ class Worktrees:
         buckets = self.root.buckets() if all_repos else [self.repo.bucket]
         found = entries(self.root, buckets)
         with registry_lock(self.root):
-            rows = [_listed(e, len(live_holders(e.claim))) for e in found]
+            rows = [_listed(e, len(live_holders(e.claim)) if e.has_holders else 0) for e in found]
         if not with_status:
             return rows
         checkouts: dict[int, Checkout] = {}

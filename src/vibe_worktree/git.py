@@ -159,8 +159,9 @@ def probe(cwd: str, branch_patterns: Sequence[str], from_ref: str | None) -> Pro
     """Discovery, HEAD, wanted branches, remotes and `--from` in one round of processes."""
     git = Git(cwd)
     started = [
-        git.start("rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel"),
-        git.start("rev-parse", "--verify", "--quiet", "HEAD^{commit}"),
+        # HEAD last: in a repository without commits only that line is missing
+        git.start("rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel",
+                  "HEAD"),
         git.start(
             "for-each-ref", "--format=%(refname)%00%(objectname)%00%(symref)",
             *branch_patterns, "refs/remotes/*/HEAD",
@@ -171,7 +172,11 @@ def probe(cwd: str, branch_patterns: Sequence[str], from_ref: str | None) -> Pro
         commit_of_from = f"{from_ref}^{{commit}}"
         started.append(git.start("rev-parse", "--verify", "--quiet", "--end-of-options",
                                  commit_of_from))
-    where, head, refs, remote, *rest = [finish(p) for p in started]
+    where, refs, remote, *rest = [finish(p) for p in started]
+    lines = where.stdout.splitlines()
+    head = lines[2] if where.returncode == 0 and len(lines) > 2 else None
+    if where.returncode != 0 and len(lines) >= 2 and all(map(os.path.isabs, lines[:2])):
+        where = subprocess.CompletedProcess(where.args, 0, "\n".join(lines[:2]), where.stderr)
     info = _repo_info(git, where)
     branches: dict[str, str] = {}
     remote_heads: dict[str, tuple[str, str]] = {}
@@ -190,7 +195,7 @@ def probe(cwd: str, branch_patterns: Sequence[str], from_ref: str | None) -> Pro
         if not from_commit:
             raise GitFailed(f"--from {from_ref!r} does not name a commit")
     return Probe(
-        info, head.stdout.strip() or None if head.returncode == 0 else None, branches,
+        info, head, branches,
         remote_heads, [r for r in remote.stdout.splitlines() if r], from_commit,
     )
 

@@ -21,6 +21,7 @@ _STOP_WORDS = frozenset(
     ["a", "an", "and", "at", "for", "in", "is", "it", "me", "my", "of", "on", "the", "to", "with"]
 )
 _NON_SLUG = re.compile(r"[^a-z0-9]+")
+_UNPORTABLE = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f-\x9f]')  # forbidden or control characters
 
 _ADJECTIVES = (
     "amber brisk calm clever cosmic crisp daring eager fuzzy gentle golden happy humble "
@@ -53,10 +54,10 @@ def path_segment_problem(name: str) -> str | None:
         return "it is '.' or '..'"
     if len(name) > MAX_NAME_LENGTH:
         return f"it is longer than {MAX_NAME_LENGTH} characters"
-    bad = sorted({c for c in name if c in _FORBIDDEN_CHARS})
-    if bad:
-        return f"it contains {''.join(bad)!r}"
-    if any(_is_control(c) for c in name):
+    if _UNPORTABLE.search(name):
+        bad = sorted({c for c in name if c in _FORBIDDEN_CHARS})
+        if bad:
+            return f"it contains {''.join(bad)!r}"
         return "it contains a control character"
     if name[-1] in " .":
         return "it ends with a space or a dot"

@@ -8,7 +8,16 @@ from typing import NamedTuple
 
 from . import git as g
 from .errors import NotFound, ValidationFailed, VwtError
-from .layout import Claim, Root, assert_real_directories, bucket_matches, bucket_name
+from .layout import (
+    HOLDERS,
+    RECORD,
+    RECOVERY,
+    Claim,
+    Root,
+    assert_real_directories,
+    bucket_matches,
+    bucket_name,
+)
 from .locks import live_holders, registry_lock
 from .records import CorruptRecord, Record, Recovery, read_record, read_recovery
 
@@ -48,6 +57,7 @@ class Entry(NamedTuple):
     record: Record | None
     recovery: Recovery | None
     problem: str | None  # why the record could not be trusted
+    has_holders: bool = True  # False: no holders/ folder, so nobody can hold it
 
     @property
     def name(self) -> str:
@@ -68,24 +78,30 @@ class Entry(NamedTuple):
 
 def load_entry(claim: Claim) -> Entry | None:
     """The claim's entry, or None when it has neither a record nor a recovery record."""
+    try:
+        present = os.listdir(claim.folder)  # one look instead of a failed open per file
+    except (FileNotFoundError, NotADirectoryError):
+        return None
     record = recovery = None
     problem = None
-    try:
-        record = read_record(claim.record_path, claim.name)
-    except FileNotFoundError:
-        pass
-    except (CorruptRecord, OSError) as exc:
-        problem = f"record.json is unreadable: {exc}"
-    try:
-        recovery = read_recovery(claim.recovery_path, claim.name)
-    except FileNotFoundError:
-        pass
-    except (CorruptRecord, OSError) as exc:
-        if record is None:
-            problem = problem or f"recovery.json is unreadable: {exc}"
+    if RECORD in present:
+        try:
+            record = read_record(claim.record_path, claim.name)
+        except FileNotFoundError:
+            pass
+        except (CorruptRecord, OSError) as exc:
+            problem = f"record.json is unreadable: {exc}"
+    if RECOVERY in present:
+        try:
+            recovery = read_recovery(claim.recovery_path, claim.name)
+        except FileNotFoundError:
+            pass
+        except (CorruptRecord, OSError) as exc:
+            if record is None:
+                problem = problem or f"recovery.json is unreadable: {exc}"
     if record is None and recovery is None and problem is None:
         return None
-    return Entry(claim, record, recovery, problem)
+    return Entry(claim, record, recovery, problem, HOLDERS in present)
 
 
 def entries(root: Root, buckets: list[str]) -> list[Entry]:
