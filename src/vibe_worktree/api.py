@@ -266,6 +266,9 @@ class Worktrees:
         with self.hold(name) as holder:
             env = dict(os.environ)
             env.update(VWT_NAME=name, VWT_PATH=holder.claim.checkout, **{HOLDER_ENV: holder.id})
+            from .ports import PORT_ENV, worktree_port
+
+            env[PORT_ENV] = str(worktree_port(self.root.home, holder.claim.bucket, name))
             env.update(extra_env or {})
             previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
             try:

@@ -54,7 +54,10 @@ def _error(message: str) -> None:
 
 
 def _dispatch(argv: list[str]) -> int:
-    parser = build_parser(only=_command_name(argv))
+    command = _command_name(argv)
+    if command == COMPLETE:  # hidden, for shell-init's completion; no argparse needed
+        return _complete(argv[argv.index(COMPLETE) + 1:])
+    parser = build_parser(only=command)
     ns = parser.parse_args(argv)
     if ns.directory:
         try:
@@ -67,7 +70,8 @@ def _dispatch(argv: list[str]) -> int:
     from .api import Worktrees
 
     handler: Any = ns.handler
-    return int(handler(Worktrees(home=ns.home), ns))
+    progress = _stderr_on_terminal() and not getattr(ns, "json", False)
+    return int(handler(Worktrees(home=ns.home, progress=progress), ns))
 
 
 def _command_name(argv: list[str]) -> str | None:
@@ -113,6 +117,33 @@ def _new_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-b", "--branch", help="branch to create or check out (default: NAME)")
     p.add_argument("--from", dest="from_ref", metavar="REF", help="start point of a new branch")
     p.add_argument("--no-fetch", action="store_true", help="do not fetch the remote first")
+    _cd_flag(p)
+
+
+def _cd_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cd", action="store_true",
+                   help="change the shell's directory to it (needs vwt shell-init)")
+
+
+def _restore_args(p: argparse.ArgumentParser) -> None:
+    _name_arg(p)
+    _cd_flag(p)
+
+
+def _shell_init_args(p: argparse.ArgumentParser) -> None:
+    from .shell import SHELLS
+
+    p.add_argument("shell", choices=SHELLS, help="the shell to print the function for")
+
+
+def _skill_args(p: argparse.ArgumentParser) -> None:
+    from .skill import AGENTS
+
+    p.add_argument("action", choices=("install", "show"),
+                   help="install: write SKILL.md for an agent; show: print it")
+    p.add_argument("--agent", choices=AGENTS, default="claude",
+                   help="whose skills folder to install into (default claude)")
+    p.add_argument("--target", metavar="DIR", help="install to DIR/SKILL.md instead")
 
 
 def _list_args(p: argparse.ArgumentParser) -> None:
@@ -150,7 +181,8 @@ def _no_args(p: argparse.ArgumentParser) -> None:
 
 # -- rendering ------------------------------------------------------------------------------
 def _print_json(data: object) -> None:
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    # Compact: with `indent`, json falls back to its pure-Python encoder (slow on big lists).
+    sys.stdout.write(json.dumps(data) + "\n")
 
 
 def _on_terminal() -> bool:
@@ -168,32 +200,21 @@ def _ask(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-def _age(claimed_at: str | None) -> str:
-    if not claimed_at:
-        return "-"
-    import time
-
-    from .records import parse_timestamp
-
+def _stderr_on_terminal() -> bool:
     try:
-        seconds = max(0.0, time.time() - parse_timestamp(claimed_at))
-    except ValueError:
-        return "?"
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit}"
-    return f"{int(seconds)}s"
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
-def _table(rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows
-    )
+def _refuse_json_with_cd(ns: argparse.Namespace) -> None:
+    if getattr(ns, "cd", False) and ns.json:
+        raise VwtError("--cd prints a path for the shell function; drop --json", EXIT_USAGE)
 
 
 # -- commands -------------------------------------------------------------------------------
 def cmd_new(wt: Worktrees, ns: argparse.Namespace) -> int:
+    _refuse_json_with_cd(ns)
     created = wt.create(ns.name, prompt=ns.prompt, branch=ns.branch, from_ref=ns.from_ref,
                         fetch=not ns.no_fetch)
     if ns.json:
@@ -212,22 +233,23 @@ def cmd_list(wt: Worktrees, ns: argparse.Namespace) -> int:
             wt.repo  # noqa: B018 - outside a repository, list them all
         except NotARepository:
             all_repos = True
-    rows = wt.list(all_repos=all_repos, with_status=not ns.no_status)
+    if ns.json or ns.no_status or not _stderr_on_terminal():
+        rows = wt.list(all_repos=all_repos, with_status=not ns.no_status)
+    else:
+        from .render import Progress
+
+        with Progress() as progress:
+            progress.update("vwt: inspecting worktrees…")
+            rows = wt.list(all_repos=all_repos, with_status=True)
     if ns.json:
         _print_json([r.to_json() for r in rows])
         return EXIT_OK
     if not rows:
         print("no managed worktrees", file=sys.stderr)
         return EXIT_OK
-    table = [["NAME", "BRANCH", "STATE", "HOLDERS", "CHANGES", "AHEAD", "AGE", "PATH"]]
-    for r in rows:
-        table.append([
-            r.name, r.branch or "-", r.state, str(r.holders),
-            "-" if r.changes is None else str(r.changes),
-            "-" if r.ahead is None else str(r.ahead),
-            _age(r.claimed_at), r.path,
-        ])
-    print(_table(table))
+    from .render import list_table, wants_colour
+
+    print(list_table(rows, colour=wants_colour(sys.stdout)))
     for r in rows:
         if r.problem:
             print(f"vwt: warning: {r.name}: {r.problem}", file=sys.stderr)
@@ -237,6 +259,82 @@ def cmd_list(wt: Worktrees, ns: argparse.Namespace) -> int:
 def cmd_path(wt: Worktrees, ns: argparse.Namespace) -> int:
     print(wt.path(ns.name))
     return EXIT_OK
+
+
+def cmd_cd(wt: Worktrees, ns: argparse.Namespace) -> int:
+    print(wt.path(ns.name))
+    if sys.stdout.isatty():
+        print('vwt: to change directory, add eval "$(vwt shell-init bash)" (or zsh, fish) to '
+              "your shell's startup file", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_port(wt: Worktrees, ns: argparse.Namespace) -> int:
+    from .names import validate_name
+    from .ports import worktree_port
+
+    validate_name(ns.name, as_branch=False)
+    bucket = wt.repo.bucket
+    port = worktree_port(wt.root.home, bucket, ns.name)
+    if ns.json:
+        _print_json({"name": ns.name, "bucket": bucket, "port": port})
+    else:
+        print(port)
+    return EXIT_OK
+
+
+def cmd_shell_init(_wt: Worktrees, ns: argparse.Namespace) -> int:
+    from .shell import init_script
+
+    sys.stdout.write(init_script(ns.shell))
+    return EXIT_OK
+
+
+def cmd_skill(wt: Worktrees, ns: argparse.Namespace) -> int:
+    from . import skill
+
+    if ns.action == "show":
+        sys.stdout.write(skill.skill_text())
+        return EXIT_OK
+    installed = skill.install(ns.target or skill.default_target(ns.agent, wt.root.home))
+    if ns.json:
+        _print_json(installed.to_json())
+    else:
+        print(installed.path)
+        if not installed.changed:
+            print("vwt: already up to date", file=sys.stderr)
+    return EXIT_OK
+
+
+def _complete(argv: list[str]) -> int:
+    """`vwt __complete -- WORD...`: one candidate a line for the last WORD."""
+    from .shell import candidates, wants_names
+
+    words = argv[1:] if argv[:1] == ["--"] else argv
+    names: list[str] = []
+    if wants_names(words or [""]):
+        names = _completion_names(words)
+    found = candidates(words, list(SUBCOMMANDS), names)
+    sys.stdout.write("".join(f"{c}\n" for c in found))
+    return EXIT_OK
+
+
+def _completion_names(words: list[str]) -> list[str]:
+    """Worktree names of the repository the completed command line would act on."""
+    from itertools import pairwise
+
+    home = cwd = None
+    for option, value in pairwise(words):
+        if option == "--home":
+            home = value
+        elif option == "-C":
+            cwd = value
+    from .api import Worktrees
+
+    try:
+        return [row.name for row in Worktrees(home=home, cwd=cwd).list(with_status=False)]
+    except (VwtError, OSError):
+        return []
 
 
 def cmd_status(wt: Worktrees, ns: argparse.Namespace) -> int:
@@ -300,6 +398,7 @@ def cmd_snapshot(wt: Worktrees, ns: argparse.Namespace) -> int:
 
 
 def cmd_restore(wt: Worktrees, ns: argparse.Namespace) -> int:
+    _refuse_json_with_cd(ns)
     created = wt.restore(ns.name)
     if ns.json:
         _print_json(created.to_json())
@@ -309,7 +408,11 @@ def cmd_restore(wt: Worktrees, ns: argparse.Namespace) -> int:
 
 
 def cmd_prune(wt: Worktrees, ns: argparse.Namespace) -> int:
-    result = wt.prune(keep=ns.keep, dry_run=ns.dry_run)
+    from .render import Progress
+
+    with Progress(enabled=_stderr_on_terminal() and not ns.json) as progress:
+        progress.update("vwt: pruning…" if not ns.dry_run else "vwt: planning the prune…")
+        result = wt.prune(keep=ns.keep, dry_run=ns.dry_run)
     if ns.json:
         _print_json(result.to_json())
         return EXIT_OK
@@ -341,16 +444,26 @@ SUBCOMMANDS: dict[str, tuple[str, Any, Any, bool]] = {
     "new": ("create (or reuse) a worktree of this repository", cmd_new, _new_args, True),
     "list": ("list managed worktrees", cmd_list, _list_args, True),
     "path": ("print a worktree's path", cmd_path, _name_arg, False),
+    "cd": ("print a worktree's path; with vwt shell-init, change to it", cmd_cd, _name_arg,
+           False),
+    "port": ("print the worktree's stable port (exported as VWT_PORT by run and shell)",
+             cmd_port, _name_arg, True),
     "status": ("inspect what removing a worktree would lose", cmd_status, _name_arg, True),
     "run": ("run a command inside a worktree while holding it", cmd_run, _run_args, False),
     "shell": ("open $SHELL inside a worktree while holding it", cmd_shell, _name_arg, False),
     "rm": ("remove a worktree safely", cmd_rm, _rm_args, True),
     "snapshot": ("save a worktree's full state to refs/vibe/reaped/NAME", cmd_snapshot,
                  _name_arg, True),
-    "restore": ("recreate a snapshotted-and-removed worktree", cmd_restore, _name_arg, True),
+    "restore": ("recreate a snapshotted-and-removed worktree", cmd_restore, _restore_args,
+                True),
     "prune": ("retention across all repositories", cmd_prune, _prune_args, True),
     "mcp": ("serve vwt as an MCP server on stdio", cmd_mcp, _no_args, False),
+    "shell-init": ("print shell integration (cd, completion): eval \"$(vwt shell-init bash)\"",
+                   cmd_shell_init, _shell_init_args, False),
+    "skill": ("install or show the agent skill (SKILL.md) for Claude Code or Mistral Vibe",
+              cmd_skill, _skill_args, True),
 }
+COMPLETE = "__complete"
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

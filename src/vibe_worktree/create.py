@@ -118,6 +118,7 @@ def _finish(
             create_branch=start.create_branch, workers=CHECKOUT_WORKERS, progress=out.progress,
         )
         checkpoint("new.added")
+        _copy_included(repo, claim, out)
         final = record.with_base(start.commit)
         write_record(claim.record_path, final)
         checkpoint("new.recorded")
@@ -129,6 +130,13 @@ def _finish(
         raise
     starting.release()
     return _created(repo, final, True)
+
+
+def _copy_included(repo: Repo, claim: Claim, out: Output) -> None:
+    """`.worktreeinclude` files (`.env` and the like) from the main checkout; never fails."""
+    from .include import copy_included_files  # only this step needs it
+
+    copy_included_files(repo.info.repo_root, claim.checkout, repo.root.home, out.warn)
 
 
 class Start(NamedTuple):
@@ -357,6 +365,7 @@ def restore(repo: Repo, name: str, out: Output) -> Created:
         user_git.run("read-tree", "--reset", "-u", snapshot)
         user_git.run("reset", "--quiet", "--no-refresh")
         checkpoint("restore.populated")
+        _copy_included(repo, claim, out)
         final = record.with_base(parent)
         write_record(claim.record_path, final)
         checkpoint("restore.recorded")

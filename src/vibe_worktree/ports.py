@@ -8,7 +8,11 @@ needs certainty should still fall back when the port is taken.
 from __future__ import annotations
 
 from .config import port_range
-from .layout import sha256
+
+try:  # the builtin module avoids loading OpenSSL, which `hashlib` does
+    from _sha256 import sha256  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - other Pythons
+    from hashlib import sha256
 
 PORT_ENV = "VWT_PORT"
 

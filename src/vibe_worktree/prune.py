@@ -76,7 +76,7 @@ def worktree_limit(root: Root, keep: int | None) -> int:
             return _non_negative(int(env), "VIBE_WORKTREE_LIMIT")
         except ValueError:
             raise InvalidName(f"VIBE_WORKTREE_LIMIT={env!r} is not a whole number") from None
-    configured = _config_limit(root.config_file)
+    configured = _config_limit(root)
     return DEFAULT_LIMIT if configured is None else configured
 
 
@@ -86,21 +86,14 @@ def _non_negative(value: int, what: str) -> int:
     return value
 
 
-def _config_limit(path: str) -> int | None:
-    try:
-        with open(path, "rb") as handle:
-            import tomllib
+def _config_limit(root: Root) -> int | None:
+    from .config import read_config
 
-            data = tomllib.load(handle)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise VwtError(f"cannot read {path}: {exc}; fix the file") from None
-    value = data.get("worktree_limit")
+    value = read_config(root.home).get("worktree_limit")
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise VwtError(f"worktree_limit in {path} must be a whole number >= 0")
+        raise VwtError(f"worktree_limit in {root.config_file} must be a whole number >= 0")
     return value
 
 

@@ -59,7 +59,7 @@ INVALID_NAMES = {
 def test_invalid_name_is_rejected_with_exit_2(repo, vwt, name):
     before = repo.worktree_paths()
     result = vwt("new", name, "--json")
-    assert_error(result, 2, max_lines=3)
+    assert_error(result, 2)
     assert repo.worktree_paths() == before
     assert repo.git("branch", "--list") == "* main"
 

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import time
+from pathlib import Path
 
 from conftest import days_ago, minutes_ago, tree_files
 
@@ -346,12 +347,25 @@ def test_prune_reports_removed_worktrees_with_recovery_records(repo, vwt):
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", recovery["removed_at"])
 
 
+def blocked_on_flock(pid: int, within: float) -> None:
+    """Return once `pid` waits for a lock (Linux /proc/locks shows it), or after `within` s."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            locks = Path("/proc/locks").read_text()
+        except OSError:
+            locks = ""
+        if any("->" in line and f" {pid} " in line for line in locks.splitlines()):
+            return
+        time.sleep(0.05)
+
+
 def test_prune_waits_for_the_shared_prune_lock(repo, vwt, layout, foreign_lock):
     """Vibe holding `.claims/.prune` (flock) keeps our prune from removing anything meanwhile."""
     make_aged(repo, vwt, {"victim": 2})
     lock = foreign_lock(layout.claims / ".prune")
     pruning = vwt.spawn("prune", "--keep", "0", "--json")
-    time.sleep(0.7)
+    blocked_on_flock(pruning.pid, within=1.5)
     assert repo.checkout("victim").exists(), "prune went ahead while another tool held .prune"
     assert repo.record_path("victim").exists()
     lock.kill()

@@ -304,3 +304,13 @@ def test_claim_folder_is_never_deleted_recursively(repo, vwt):
     assert result.json()["outcome"] == "removed"
     assert not repo.record_path("annotated").exists()
     assert foreign.read_text() == "another tool's file\n"
+
+
+def test_a_live_holder_is_checked_before_dirty_work(repo, vwt, holder):
+    path = repo.checkout(vwt.new("both")["name"])
+    repo.write("wip.txt", base=path)
+    holder(repo.bucket, "both")
+    result = rm(vwt, "both")
+    assert result.code == 4, str(result)
+    assert result.json()["outcome"] == "kept_in_use"
+    assert (path / "wip.txt").exists()

@@ -1,0 +1,261 @@
+"""`vwt mcp`: the operations of the CLI as Model Context Protocol tools on stdio.
+
+Built on the official `mcp` SDK (the optional extra `vibe-worktree[mcp]`): its
+`MCPServer` (mcp 2.x) or `FastMCP` (mcp 1.x). Each tool's text result is the JSON
+document `vwt ... --json` prints; the same data is the structured result (a list
+is wrapped as `{"worktrees": [...]}` there, since structured results are objects).
+
+One stdio server serves one client session. Every worktree the session creates or
+restores is held by it (a holder file, as `vwt run` uses) until it disconnects, so
+retention never removes a worktree an agent is working in; its own holds do not
+block its own `remove`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import signal
+import sys
+import threading
+from typing import Any
+
+from .api import Worktrees
+from .errors import VwtError
+from .locks import Holder, new_holder_id
+
+INSTRUCTIONS = (
+    "vibe-worktree gives each coding session its own git worktree. Call `create` before "
+    "editing files for a task and work only inside the returned `path`. `status` tells what "
+    "removing a worktree would lose; `remove` refuses dirty work unless `confirm` is true "
+    "(ask the user first; a snapshot is kept) and always refuses a worktree another live "
+    "session holds. Worktrees this session creates or restores are held until it disconnects."
+)
+DIRECTORY_HELP = "a directory inside the repository (default: where `vwt mcp` was started)"
+
+
+def _server_class() -> Any:
+    """`MCPServer` in mcp 2.x, `FastMCP` in mcp 1.x."""
+    try:
+        return importlib.import_module("mcp.server.mcpserver").MCPServer
+    except ImportError:
+        return importlib.import_module("mcp.server.fastmcp").FastMCP
+
+
+def _tool_error(message: str) -> Exception:
+    for module in ("mcp.server.mcpserver.exceptions", "mcp.server.fastmcp.exceptions"):
+        try:
+            error_type: type[Exception] = importlib.import_module(module).ToolError
+        except ImportError:
+            continue
+        return error_type(message)
+    return RuntimeError(message)  # pragma: no cover - every SDK version has one of them
+
+
+def _result(data: object, is_error: bool = False) -> Any:
+    """A tool result: the CLI's JSON as text, and the same data as structured content."""
+    from mcp.types import CallToolResult
+
+    structured = data if isinstance(data, dict) else {"worktrees": data}
+    return CallToolResult.model_validate({
+        "content": [{"type": "text", "text": json.dumps(data, indent=2)}],
+        "structuredContent": structured,
+        "isError": is_error,
+    })
+
+
+class Session:
+    """The holds of the one connected client, released when it goes."""
+
+    def __init__(self, wt: Worktrees) -> None:
+        self.home = wt.root.home
+        self.cwd = wt.cwd
+        self.warn = wt.warn
+        self.holder_id = new_holder_id("vwt-mcp")
+        self._held: dict[tuple[str, str], Holder] = {}
+        self._lock = threading.Lock()
+
+    def worktrees(self, directory: str | None) -> Worktrees:
+        return Worktrees(home=self.home, cwd=directory or self.cwd, warn=self.warn)
+
+    def hold(self, wt: Worktrees, name: str) -> None:
+        key = (wt.repo.bucket, name)
+        with self._lock:
+            if key in self._held and self._held[key].active:
+                return
+            try:
+                self._held[key] = wt.hold(name, self.holder_id)
+            except VwtError as exc:
+                self.warn(f"{name} is not held by this session: {exc.message}")
+
+    def let_go(self, wt: Worktrees, name: str) -> bool:
+        """Release this session's hold on NAME; True when it had one."""
+        with self._lock:
+            holder = self._held.pop((wt.repo.bucket, name), None)
+        if holder is None:
+            return False
+        holder.release()
+        return True
+
+    def release_all(self) -> None:
+        with self._lock:
+            holders, self._held = list(self._held.values()), {}
+        for holder in holders:
+            holder.release()
+
+    @property
+    def held(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return sorted(self._held)
+
+
+def _call(action: Any) -> Any:
+    """Run one tool body; a VwtError becomes a tool error the model can read."""
+    try:
+        return action()
+    except VwtError as exc:
+        raise _tool_error(f"{exc.message} (exit {exc.exit_code})") from None
+
+
+def _remove(session: Session, name: str, confirm: bool, delete_branch: bool,
+            directory: str | None) -> Any:
+    from .remove import KEPT_DIRTY, KEPT_IN_USE, NOT_FOUND
+
+    wt = session.worktrees(directory)
+    had_hold = session.let_go(wt, name)
+    removal = wt.remove(name, confirm_dirty=confirm, delete_branch=True if delete_branch else None)
+    if had_hold and removal.outcome in (KEPT_DIRTY, KEPT_IN_USE):
+        session.hold(wt, name)
+    data = removal.to_json()
+    if removal.message:
+        data["message"] = removal.message
+    return _result(data, is_error=removal.outcome == NOT_FOUND)
+
+
+def _tools(session: Session) -> list[tuple[str, Any]]:
+    """(name, function) per tool; each mirrors one CLI command and its `--json` output."""
+
+    def create(name: str | None = None, prompt: str | None = None, branch: str | None = None,
+               from_ref: str | None = None, fetch: bool = True,
+               directory: str | None = None) -> Any:
+        def run() -> Any:
+            wt = session.worktrees(directory)
+            created = wt.create(name, prompt=prompt, branch=branch, from_ref=from_ref,
+                                fetch=fetch)
+            session.hold(wt, created.name)
+            return _result(created.to_json())
+        return _call(run)
+
+    def list_worktrees(all_repos: bool = False, status: bool = True,
+                       directory: str | None = None) -> Any:
+        def run() -> Any:
+            rows = session.worktrees(directory).list(all_repos=all_repos, with_status=status)
+            return _result([r.to_json() for r in rows])
+        return _call(run)
+
+    def status(name: str, directory: str | None = None) -> Any:
+        return _call(lambda: _result(session.worktrees(directory).status(name).to_json()))
+
+    def remove(name: str, confirm: bool = False, delete_branch: bool = False,
+               directory: str | None = None) -> Any:
+        return _call(lambda: _remove(session, name, confirm, delete_branch, directory))
+
+    def snapshot(name: str, directory: str | None = None) -> Any:
+        return _call(lambda: _result(session.worktrees(directory).snapshot(name).to_json()))
+
+    def restore(name: str, directory: str | None = None) -> Any:
+        def run() -> Any:
+            wt = session.worktrees(directory)
+            created = wt.restore(name)
+            session.hold(wt, created.name)
+            return _result(created.to_json())
+        return _call(run)
+
+    def prune(keep: int | None = None, dry_run: bool = False) -> Any:
+        return _call(lambda: _result(
+            session.worktrees(None).prune(keep=keep, dry_run=dry_run).to_json()))
+
+    return [("create", create), ("list", list_worktrees), ("status", status),
+            ("remove", remove), ("snapshot", snapshot), ("restore", restore), ("prune", prune)]
+
+
+DESCRIPTIONS = {
+    "create": (
+        "Create a git worktree for a task, or reuse NAME if it already exists. Give `name` "
+        "(also the branch, unless `branch` is set) or a `prompt` to name it from (branch "
+        "vibe/<slug>); neither gives a random name. `from_ref`: start point of a new branch "
+        "(default: the remote's default branch, fetched unless `fetch` is false). Returns "
+        "{name, branch, path, bucket, repo_root, base_commit, branch_created, created}; work "
+        "inside `path`. The worktree is held by this session until it disconnects."
+    ),
+    "list": (
+        "List the managed worktrees of the repository (all repositories with `all_repos`). "
+        "Each: {name, branch, path, bucket, repo_root, base_commit, branch_created, "
+        "claimed_at, state, held, holders, changes, ahead, clean}; `status: false` skips git "
+        "status (changes/ahead/clean are then null)."
+    ),
+    "status": (
+        "Inspect what removing worktree NAME would lose: {name, path, branch, "
+        "branch_created, base_commit, changes, untracked, ahead, clean, held, holders}."
+    ),
+    "remove": (
+        "Remove worktree NAME safely. Outcome: removed, kept_dirty (uncommitted work or "
+        "commits would be lost: nothing changed; ask the user, then call again with "
+        "`confirm: true`, which snapshots the work first so `restore` can undo it), "
+        "kept_in_use (another live session holds it; never overridden), not_found, or "
+        "forgotten. A branch that existed before is kept unless `delete_branch`. Returns "
+        "{name, outcome, branch_deleted, snapshot_ref, message}."
+    ),
+    "snapshot": (
+        "Save worktree NAME's full state (untracked files included, ignored excluded) to "
+        "refs/vibe/reaped/NAME without touching its files. Returns {name, ref, commit}."
+    ),
+    "restore": (
+        "Recreate a snapshotted-and-removed worktree NAME with its files as uncommitted "
+        "changes. Returns the same shape as `create`; the worktree is held by this session."
+    ),
+    "prune": (
+        "Retention across all repositories: snapshot-then-remove the oldest unheld worktrees "
+        "beyond `keep` (default: VIBE_WORKTREE_LIMIT, config.toml worktree_limit, or 15). "
+        "Use `dry_run: true` to see the plan first. Returns {removed, kept, "
+        "reservations_discarded, stale_holders_removed}."
+    ),
+}
+
+
+def register_tools(server: Any, session: Session) -> None:
+    for name, function in _tools(session):
+        description = DESCRIPTIONS[name]
+        if name != "prune":
+            description += f" `directory`: {DIRECTORY_HELP}."
+        server.add_tool(function, name=name, description=description)
+
+
+def build_server(session: Session) -> Any:
+    server = _server_class()(name="vibe-worktree", instructions=INSTRUCTIONS,
+                             log_level="WARNING")
+    register_tools(server, session)
+    return server
+
+
+def _terminate(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def serve(wt: Worktrees) -> int:
+    """Serve on stdin/stdout until the client disconnects; then release the holds."""
+    session = Session(wt)
+    server = build_server(session)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        server.run("stdio")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        session.release_all()
+    sys.stderr.flush()
+    return 0
+
+
+__all__ = ["Session", "build_server", "serve"]

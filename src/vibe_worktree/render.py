@@ -1,0 +1,135 @@
+"""What a person sees on a terminal: the `list` table, colour, a progress line.
+
+Colour and progress only on a terminal: piped output and `--json` stay plain,
+and `NO_COLOR` (https://no-color.org) or `TERM=dumb` turns colour off.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TextIO
+
+    from .api import Listed
+
+RESET = "\033[0m"
+STATE_COLOURS = {
+    "ready": "\033[32m",  # green
+    "reserved": "\033[33m",  # yellow
+    "missing": "\033[31m",  # red
+    "snapshot": "\033[36m",  # cyan
+    "broken": "\033[1;31m",  # bold red
+}
+DIM = "\033[2m"
+HEADER = ["NAME", "BRANCH", "STATE", "AHEAD", "CHANGES", "HOLDERS", "AGE", "PATH"]
+
+
+def is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def wants_colour(stream: TextIO) -> bool:
+    if "NO_COLOR" in os.environ or os.environ.get("TERM") == "dumb":
+        return False
+    return is_terminal(stream)
+
+
+def paint(text: str, colour: str | None, enabled: bool) -> str:
+    return f"{colour}{text}{RESET}" if enabled and colour else text
+
+
+def age(claimed_at: str | None, now: float | None = None) -> str:
+    """`3d`, `5h`, `12m`, `40s`; `-` without a timestamp, `?` for an unreadable one."""
+    if not claimed_at:
+        return "-"
+    import time
+
+    from .records import parse_timestamp
+
+    try:
+        seconds = max(0.0, (now or time.time()) - parse_timestamp(claimed_at))
+    except ValueError:
+        return "?"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
+
+
+def _count(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def list_cells(row: Listed) -> list[str]:
+    return [
+        row.name, row.branch or "-", row.state, _count(row.ahead), _count(row.changes),
+        str(row.holders), age(row.claimed_at), row.path,
+    ]
+
+
+def _cell_colour(column: int, row: Listed) -> str | None:
+    if column == 2:
+        return STATE_COLOURS.get(row.state)
+    if column == 4 and row.changes:
+        return STATE_COLOURS["reserved"]
+    if column == 5 and row.holders:
+        return STATE_COLOURS["snapshot"]
+    return None
+
+
+def table(rows: list[list[str]], colours: list[list[str | None]] | None = None,
+          colour: bool = False) -> str:
+    """Aligned columns, two spaces apart; colour codes do not count toward widths."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for y, row in enumerate(rows):
+        cells = []
+        for x, (cell, width) in enumerate(zip(row, widths, strict=True)):
+            code = colours[y][x] if colours else None
+            cells.append(paint(cell, code, colour) + " " * (width - len(cell)))
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def list_table(rows: list[Listed], colour: bool) -> str:
+    cells = [HEADER] + [list_cells(r) for r in rows]
+    colours: list[list[str | None]] = [[DIM] * len(HEADER)]
+    colours += [[_cell_colour(x, r) for x in range(len(HEADER))] for r in rows]
+    return table(cells, colours, colour)
+
+
+class Progress:
+    """One status line on stderr, rewritten in place and erased at the end.
+
+    Silent unless stderr is a terminal, so scripts and `--json` see nothing.
+    """
+
+    def __init__(self, enabled: bool | None = None, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.enabled = is_terminal(self.stream) if enabled is None else enabled
+        self._shown = False
+
+    def update(self, text: str) -> None:
+        if not self.enabled:
+            return
+        self.stream.write(f"\r\033[K{text}")
+        self.stream.flush()
+        self._shown = True
+
+    def done(self) -> None:
+        if self._shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+            self._shown = False
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done()

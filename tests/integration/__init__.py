@@ -1,0 +1,1 @@
+"""Integration tests of the agent and shell integrations (issue 6)."""

@@ -1,0 +1,154 @@
+"""`vwt mcp` end to end, driven by the MCP SDK's own client over stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from .vwt_support import VWT, Box
+
+mcp = pytest.importorskip("mcp")
+from mcp import Client, StdioServerParameters  # noqa: E402
+
+Call = Callable[..., Awaitable[Any]]
+
+
+def with_client(box: Box, body: Callable[[Client], Awaitable[None]]) -> None:
+    params = StdioServerParameters(command=VWT, args=["mcp"], env=box.env, cwd=str(box.repo))
+
+    async def main() -> None:
+        async with Client(params, read_timeout_seconds=60) as client:
+            await body(client)
+
+    asyncio.run(asyncio.wait_for(main(), 120))
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> Any:
+    """The tool's JSON text result, parsed; asserts the text and structured forms agree."""
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    data = json.loads(result.content[0].text)
+    structured = data if isinstance(data, dict) else {"worktrees": data}
+    assert result.structured_content == structured
+    return data
+
+
+def holders(box: Box, name: str) -> int:
+    rows = box.ok("list", "--json").json()
+    return next(r["holders"] for r in rows if r["name"] == name)
+
+
+def test_tools_are_listed_with_descriptions_and_object_schemas(box: Box) -> None:
+    async def body(client: Client) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) >= {"create", "list", "status", "remove", "snapshot", "restore",
+                              "prune"}
+        for tool in tools.values():
+            assert tool.description and len(tool.description) > 40
+            assert tool.input_schema["type"] == "object"
+        assert "name" in tools["remove"].input_schema["required"]
+
+    with_client(box, body)
+
+
+def test_created_worktrees_are_held_until_the_client_disconnects(box: Box) -> None:
+    async def body(client: Client) -> None:
+        named = await call(client, "create", name="feature")
+        assert named["name"] == "feature" and named["created"] is True
+        auto = await call(client, "create", prompt="Fix the login bug")
+        assert auto["branch"] == "vibe/fix-the-login-bug"
+        assert holders(box, "feature") == 1 and holders(box, auto["name"]) == 1
+        refused = box.vwt("rm", "feature", "--json")
+        assert refused.code == 4 and refused.json()["outcome"] == "kept_in_use"
+        again = await call(client, "create", name="feature")
+        assert again["created"] is False and holders(box, "feature") == 1
+
+    with_client(box, body)
+    assert holders(box, "feature") == 0
+    assert all(r["holders"] == 0 for r in box.ok("list", "--json").json())
+
+
+def test_list_and_status_match_the_cli_json(box: Box) -> None:
+    box.new("a")
+
+    async def body(client: Client) -> None:
+        listed = await call(client, "list")
+        assert listed == box.ok("list", "--json").json()
+        status = await call(client, "status", name="a")
+        assert status == box.ok("status", "a", "--json").json()
+        quick = await call(client, "list", status=False)
+        assert quick[0]["changes"] is None
+
+    with_client(box, body)
+
+
+def test_remove_refuses_dirty_work_until_confirmed_and_restore_brings_it_back(box: Box) -> None:
+    async def body(client: Client) -> None:
+        created = await call(client, "create", name="dirty")
+        with open(f"{created['path']}/notes.txt", "w") as handle:
+            handle.write("unsaved\n")
+        refused = await call(client, "remove", name="dirty")
+        assert refused["outcome"] == "kept_dirty" and refused["message"]
+        assert refused["snapshot_ref"] is None
+        assert holders(box, "dirty") == 1, "a refused removal keeps the session's hold"
+        removed = await call(client, "remove", name="dirty", confirm=True)
+        assert removed["outcome"] == "removed"
+        assert removed["snapshot_ref"] == "refs/vibe/reaped/dirty"
+        restored = await call(client, "restore", name="dirty")
+        assert restored["created"] is True
+        with open(f"{restored['path']}/notes.txt") as handle:
+            assert handle.read() == "unsaved\n"
+        assert holders(box, "dirty") == 1
+
+    with_client(box, body)
+
+
+def test_remove_never_overrides_another_sessions_hold(box: Box) -> None:
+    box.new("busy")
+    proc = subprocess.Popen([VWT, "run", "busy", "--", "sleep", "30"], cwd=box.repo, env=box.env)
+    try:
+        for _ in range(100):
+            if holders(box, "busy") == 1:
+                break
+            time.sleep(0.05)
+
+        async def body(client: Client) -> None:
+            result = await call(client, "remove", name="busy", confirm=True)
+            assert result["outcome"] == "kept_in_use"
+
+        with_client(box, body)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_snapshot_and_prune(box: Box) -> None:
+    async def body(client: Client) -> None:
+        await call(client, "create", name="keep-me")
+        snap = await call(client, "snapshot", name="keep-me")
+        assert snap["ref"] == "refs/vibe/reaped/keep-me" and len(snap["commit"]) == 40
+        plan = await call(client, "prune", keep=0, dry_run=True)
+        assert plan["kept"] == [{"name": "keep-me", "bucket": plan["kept"][0]["bucket"],
+                                 "reason": plan["kept"][0]["reason"]}]
+        assert plan["removed"] == []
+
+    with_client(box, body)
+    box.new("other")
+    assert box.ok("prune", "--keep", "0", "--json").json()["removed"]
+
+
+def test_errors_are_tool_errors_with_the_cli_message(box: Box) -> None:
+    async def body(client: Client) -> None:
+        result = await client.call_tool("status", {"name": "nope"})
+        assert result.is_error
+        assert "nope" in result.content[0].text
+        bad = await client.call_tool("create", {"name": "a:b"})
+        assert bad.is_error and "exit 2" in bad.content[0].text
+
+    with_client(box, body)
