@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -113,10 +114,7 @@ def _finish(
 ) -> Created:
     try:
         checkpoint("new.reserved")
-        g.worktree_add(
-            repo.git, claim.checkout, branch=record.branch, start=start.commit,
-            create_branch=start.create_branch, workers=CHECKOUT_WORKERS, progress=out.progress,
-        )
+        _add_worktree(repo, claim, record.branch, start, out)
         checkpoint("new.added")
         _copy_included(repo, claim, out)
         final = record.with_base(start.commit)
@@ -130,6 +128,34 @@ def _finish(
         raise
     starting.release()
     return _created(repo, final, True)
+
+
+def _add_worktree(repo: Repo, claim: Claim, branch: str, start: Start, out: Output) -> None:
+    """`git worktree add`, retried when it tripped over another add in progress.
+
+    git reads every other worktree's admin folder while it adds one; a parallel add
+    that has not written its files yet makes it die ("failed to read .../commondir").
+    """
+    for attempt in range(3):
+        try:
+            g.worktree_add(
+                repo.git, claim.checkout, branch=branch, start=start.commit,
+                create_branch=start.create_branch, workers=CHECKOUT_WORKERS,
+                progress=out.progress,
+            )
+            return
+        except GitFailed as exc:
+            if attempt == 2 or "worktrees/" not in exc.message or _has_git_file(claim):
+                raise
+        if start.create_branch and g.branch_tip(repo.git, branch) == start.commit:
+            start = Start(start.commit, False)  # the failed attempt had made the branch
+        if not os.path.isdir(claim.checkout):
+            os.mkdir(claim.checkout)
+        time.sleep(0.05 * (attempt + 1))
+
+
+def _has_git_file(claim: Claim) -> bool:
+    return os.path.lexists(os.path.join(claim.checkout, ".git"))
 
 
 def _copy_included(repo: Repo, claim: Claim, out: Output) -> None:
