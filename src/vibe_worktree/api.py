@@ -288,18 +288,22 @@ class Worktrees:
 
     # -- clean up --------------------------------------------------------------------------
     def remove(self, name: str, *, confirm_dirty: bool | Confirm = False,
-               delete_branch: bool | None = None, confirm_branch: Confirm | None = None
-               ) -> Removal:
-        """Remove NAME safely. Dirty work needs `confirm_dirty` (and is snapshotted first)."""
+               delete_branch: bool | None = None, confirm_branch: Confirm | None = None,
+               own_holders: Sequence[str] = ()) -> Removal:
+        """Remove NAME safely. Dirty work needs `confirm_dirty` (and is snapshotted first).
+
+        `own_holders`: the caller's own holder ids, which do not count as a live session
+        (`VWT_HOLDER_ID`, set by `vwt run`, is always among them).
+        """
         from . import remove as _remove
 
         claim = self.claim(name)
         ask = confirm_dirty if callable(confirm_dirty) else (lambda _q, v=confirm_dirty: v)
-        own = os.environ.get(HOLDER_ENV)
+        own = [*own_holders, *filter(None, [os.environ.get(HOLDER_ENV)])]
         return _remove.remove_worktree(
             _load(claim), claim, confirm_dirty=ask, delete_branch=delete_branch,
             confirm_branch=confirm_branch or _remove.never,
-            ignore_holders=frozenset([own] if own else []),
+            ignore_holders=frozenset(own),
         )
 
     def snapshot(self, name: str) -> Snapshot:

@@ -156,7 +156,8 @@ class Holder:
             unlink_if_exists(self.path)
             os.close(self._fd)
             self._fd = None
-            rmdir_if_empty(self.claim.holders_dir)
+            if rmdir_if_empty(self.claim.holders_dir):
+                rmdir_if_empty(self.claim.folder)  # the last hold of a removed worktree
 
     def __enter__(self) -> Holder:
         return self

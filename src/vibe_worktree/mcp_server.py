@@ -122,10 +122,12 @@ def _remove(session: Session, name: str, confirm: bool, delete_branch: bool,
     from .remove import KEPT_DIRTY, KEPT_IN_USE, NOT_FOUND
 
     wt = session.worktrees(directory)
-    had_hold = session.let_go(wt, name)
-    removal = wt.remove(name, confirm_dirty=confirm, delete_branch=True if delete_branch else None)
-    if had_hold and removal.outcome in (KEPT_DIRTY, KEPT_IN_USE):
-        session.hold(wt, name)
+    # The session keeps its hold while removing, so prune cannot slip in meanwhile; the
+    # hold does not block the removal, and goes with the worktree.
+    removal = wt.remove(name, confirm_dirty=confirm, delete_branch=True if delete_branch else None,
+                        own_holders=[session.holder_id])
+    if removal.outcome not in (KEPT_DIRTY, KEPT_IN_USE):
+        session.let_go(wt, name)
     data = removal.to_json()
     if removal.message:
         data["message"] = removal.message
