@@ -256,7 +256,14 @@ class Worktrees:
             if entry.state != READY:
                 raise VwtError(f"{name} is {entry.state}; it cannot be held")
             validate_checkout(claim, self.repo.info.common_dir)
-            return acquire_holder(claim, holder_id or new_holder_id())
+            holder = acquire_holder(claim, holder_id or new_holder_id())
+        try:  # `rm` does not take the prune lock: make sure it did not win meanwhile
+            validate_checkout(claim, self.repo.info.common_dir)
+            require_trusted(require_entry(claim))
+        except BaseException:
+            holder.release()
+            raise
+        return holder
 
     def run(self, name: str, command: Sequence[str], extra_env: dict[str, str] | None = None
             ) -> int:
@@ -272,8 +279,10 @@ class Worktrees:
             env.update(extra_env or {})
             previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
             try:
+                # The child inherits the locked descriptor: should this process die, the
+                # command still holds the worktree for as long as it runs.
                 child = subprocess.Popen(list(command), cwd=holder.claim.checkout, env=env,
-                                         restore_signals=True)
+                                         restore_signals=True, pass_fds=(holder.fileno(),))
             except FileNotFoundError:
                 signal.signal(signal.SIGINT, previous)
                 raise VwtError(f"command not found: {command[0]}", 127) from None

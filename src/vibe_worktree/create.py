@@ -25,6 +25,7 @@ from .records import Record, utc_now, write_record
 from .worktrees import (
     MISSING,
     RESERVED,
+    Entry,
     Repo,
     load_entry,
     require_trusted,
@@ -136,7 +137,8 @@ def _add_worktree(repo: Repo, claim: Claim, branch: str, start: Start, out: Outp
     git reads every other worktree's admin folder while it adds one; a parallel add
     that has not written its files yet makes it die ("failed to read .../commondir").
     """
-    for attempt in range(3):
+    attempts = 5
+    for attempt in range(attempts):
         try:
             g.worktree_add(
                 repo.git, claim.checkout, branch=branch, start=start.commit,
@@ -145,13 +147,13 @@ def _add_worktree(repo: Repo, claim: Claim, branch: str, start: Start, out: Outp
             )
             return
         except GitFailed as exc:
-            if attempt == 2 or "worktrees/" not in exc.message or _has_git_file(claim):
+            if attempt == attempts - 1 or "worktrees/" not in exc.message or _has_git_file(claim):
                 raise
         if start.create_branch and g.branch_tip(repo.git, branch) == start.commit:
             start = Start(start.commit, False)  # the failed attempt had made the branch
         if not os.path.isdir(claim.checkout):
             os.mkdir(claim.checkout)
-        time.sleep(0.05 * (attempt + 1))
+        time.sleep((0.03 + os.urandom(1)[0] / 2550) * (attempt + 1))  # jittered back-off
 
 
 def _has_git_file(claim: Claim) -> bool:
@@ -354,39 +356,41 @@ def _reserve_first_free(
 
 
 def restore(repo: Repo, name: str, out: Output) -> Created:
-    """Recreate a snapshotted-and-removed worktree with its files as uncommitted changes."""
+    """Recreate a snapshotted-and-removed worktree with its files as uncommitted changes.
+
+    A restore that was interrupted is finished rather than refused: its reservation
+    is taken over and the snapshot's files put in place again (idempotent).
+    """
     claim = repo.claim(name)
     entry = load_entry(claim)
     if entry is None:
         raise NotFound(f"no snapshot of {name!r} in this repository; see vwt list")
     if entry.problem is not None:
         require_trusted(entry)
-    if entry.record is not None or entry.recovery is None:
+    if entry.recovery is None:
         raise VwtError(f"{name} is not removed; nothing to restore (it is at {claim.checkout})")
-    recovery = entry.recovery
     git = repo.git
-    snapshot = g.commit_of(git, recovery.snapshot_ref)
-    if snapshot is None:
-        raise GitFailed(f"{recovery.snapshot_ref} is gone; {name} cannot be restored")
-    parent = g.commit_of(git, f"{snapshot}^1")
-    if parent is None:
-        raise GitFailed(f"{recovery.snapshot_ref} has no parent commit to restore onto")
-    branch, create_branch = _restore_branch(git, recovery.branch, parent)
-    branch_created = create_branch or recovery.branch_created
+    snapshot, parent = _snapshot_and_parent(git, entry.recovery.snapshot_ref)
+    if entry.record is not None and not entry.record.reserved:
+        # restored already; only dropping recovery.json was left undone
+        validate_for_reuse(claim, entry.record, repo.info.common_dir)
+        unlink_if_exists(claim.recovery_path)
+        return _created(repo, entry.record, True)
     with prune_lock(repo.root):
         if load_entry(claim) != entry:
             raise VwtError(f"{name} changed while restoring; try again")
-        if os.path.isdir(claim.checkout) and _is_empty_dir(claim.checkout):
-            os.rmdir(claim.checkout)
-        elif os.path.lexists(claim.checkout):
-            raise ValidationFailed(f"{claim.checkout} exists; move it away before restoring")
-        record = _new_record(repo, name, branch, branch_created)
-        starting = _reserve(claim, record)
+        record, starting = _reserve_restore(repo, claim, entry, parent)
+    branch = record.branch
+    create_branch = g.branch_tip(git, branch) is None
     try:
         checkpoint("restore.reserved")
-        g.worktree_add(git, claim.checkout, branch=branch, start=parent,
-                       create_branch=create_branch, progress=out.progress)
+        if not _has_git_file(claim):
+            g.worktree_add(git, claim.checkout, branch=branch, start=parent,
+                           create_branch=create_branch, progress=out.progress)
         checkpoint("restore.added")
+        checkout = validate_for_reuse(claim, record, repo.info.common_dir)
+        if g.head_commit(checkout.git) != parent:
+            raise ValidationFailed(f"{claim.checkout} is not at the snapshot's parent {parent}")
         user_git = g.Git(claim.checkout, housekeeping=False)
         user_git.run("read-tree", "--reset", "-u", snapshot)
         user_git.run("reset", "--quiet", "--no-refresh")
@@ -397,15 +401,46 @@ def restore(repo: Repo, name: str, out: Output) -> Created:
         checkpoint("restore.recorded")
         os.unlink(claim.recovery_path)
     except BaseException:
-        if not os.path.exists(os.path.join(claim.checkout, ".git")):
+        if not _has_git_file(claim):
             _unreserve(claim, starting)
         else:
             starting.release()
         raise
     starting.release()
-    if branch != recovery.branch:
-        out.warn(f"branch {recovery.branch} has moved on; restored onto {branch}")
+    if branch != entry.recovery.branch:
+        out.warn(f"branch {entry.recovery.branch} has moved on; restored onto {branch}")
     return _created(repo, final, True)
+
+
+def _snapshot_and_parent(git: g.Git, ref: str) -> tuple[str, str]:
+    snapshot = g.commit_of(git, ref)
+    if snapshot is None:
+        raise GitFailed(f"{ref} is gone; the worktree cannot be restored")
+    parent = g.commit_of(git, f"{snapshot}^1")
+    if parent is None:
+        raise GitFailed(f"{ref} has no parent commit to restore onto")
+    return snapshot, parent
+
+
+def _reserve_restore(repo: Repo, claim: Claim, entry: Entry, parent: str
+                     ) -> tuple[Record, Holder]:
+    """Under the prune lock: a fresh reservation, or the one a crashed restore left."""
+    assert entry.recovery is not None
+    if entry.record is not None:  # reserved by an earlier restore that did not finish
+        try:
+            starting = acquire_holder(claim, STARTING)
+        except VwtError:
+            raise VwtError(f"{claim.name} is being restored by another process") from None
+        if not os.path.isdir(claim.checkout):
+            os.mkdir(claim.checkout)
+        return entry.record, starting
+    branch, create_branch = _restore_branch(repo.git, entry.recovery.branch, parent)
+    if os.path.isdir(claim.checkout) and _is_empty_dir(claim.checkout):
+        os.rmdir(claim.checkout)
+    elif os.path.lexists(claim.checkout):
+        raise ValidationFailed(f"{claim.checkout} exists; move it away before restoring")
+    record = _new_record(repo, claim.name, branch, create_branch or entry.recovery.branch_created)
+    return record, _reserve(claim, record)
 
 
 def _restore_branch(git: g.Git, branch: str, parent: str) -> tuple[str, bool]:

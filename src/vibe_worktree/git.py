@@ -16,15 +16,17 @@ from typing import NamedTuple, TypeVar
 
 from .errors import GitFailed, NotARepository, VwtError
 
+# Passed through GIT_CONFIG_COUNT/KEY_n/VALUE_n, not `-c`: a key such as the one of a
+# filter driver named `a=b` cannot be written as `-c key=value` unambiguously.
 _HARDENING = (
-    "-c", "core.fsmonitor=false",
-    "-c", "core.hooksPath=/dev/null",
-    "-c", "core.untrackedCache=false",
-    "-c", "gc.auto=0",
-    "-c", "maintenance.auto=false",
-    "-c", "commit.gpgSign=false",
-    "-c", "diff.external=",
-    "-c", "protocol.ext.allow=never",
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.untrackedCache", "false"),
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
+    ("commit.gpgSign", "false"),
+    ("diff.external", ""),
+    ("protocol.ext.allow", "never"),
 )
 T = TypeVar("T")
 R = TypeVar("R")
@@ -55,16 +57,25 @@ class Git(NamedTuple):
     neutralised_filters: tuple[str, ...] = ()
 
     def command(self, args: Sequence[str]) -> list[str]:
-        cmd = ["git"]
-        if self.housekeeping:
-            cmd.extend(_HARDENING)
-            for driver in self.neutralised_filters:
-                cmd.extend(
-                    ("-c", f"filter.{driver}.clean=", "-c", f"filter.{driver}.smudge=",
-                     "-c", f"filter.{driver}.process=", "-c", f"filter.{driver}.required=false")
-                )
-        cmd.extend(args)
-        return cmd
+        return ["git", *args]
+
+    def config_env(self) -> dict[str, str]:
+        """The housekeeping overrides as GIT_CONFIG_* variables (children inherit them)."""
+        if not self.housekeeping:
+            return {}
+        pairs = list(_HARDENING)
+        for driver in self.neutralised_filters:
+            pairs += [(f"filter.{driver}.clean", ""), (f"filter.{driver}.smudge", ""),
+                      (f"filter.{driver}.process", ""), (f"filter.{driver}.required", "false")]
+        try:
+            first = int(os.environ.get("GIT_CONFIG_COUNT", "0"))
+        except ValueError:
+            first = 0
+        env = {"GIT_CONFIG_COUNT": str(first + len(pairs))}
+        for i, (key, value) in enumerate(pairs, start=first):
+            env[f"GIT_CONFIG_KEY_{i}"] = key
+            env[f"GIT_CONFIG_VALUE_{i}"] = value
+        return env
 
     def run(
         self,
@@ -103,6 +114,7 @@ class Git(NamedTuple):
               ) -> subprocess.Popen[str]:
         """Start git without waiting; `finish` collects it. For independent questions."""
         full_env = _base_env()
+        full_env.update(self.config_env())
         if env:
             full_env.update(env)
         try:
@@ -420,6 +432,19 @@ def repo_filter_drivers(git: Git) -> tuple[tuple[str, ...], bool]:
     return tuple(sorted(drivers)), per_worktree
 
 
+def config_file_filter_drivers(git: Git, path: str) -> set[str]:
+    """Filter driver names one config file defines (with the files it includes)."""
+    out = git.out("config", "-z", "--includes", "--file", path, "--get-regexp", r"^filter\.",
+                  check=False)
+    drivers = set()
+    for entry in out.split("\0"):
+        key = entry.split("\n", 1)[0]
+        driver, _, setting = key[len("filter."):].rpartition(".")
+        if driver and setting in ("clean", "smudge", "process", "required"):
+            drivers.add(driver)
+    return drivers
+
+
 def files_using_filters(git: Git, drivers: Iterable[str]) -> list[str]:
     """Tracked or untracked-not-ignored files whose `filter` attribute names one of `drivers`."""
     wanted = set(drivers)
@@ -519,6 +544,16 @@ def worktree_remove_entry(git: Git, path: str) -> bool:
 
 def worktree_prune(git: Git) -> None:
     git.run("worktree", "prune", check=False)
+
+
+def checked_out_branches(git: Git) -> dict[str, str]:
+    """{branch: worktree path} for every branch some worktree has checked out."""
+    found = {}
+    for entry in worktree_list(git):
+        ref = entry.get("branch", "")
+        if ref.startswith("refs/heads/"):
+            found[ref[len("refs/heads/"):]] = entry.get("worktree", "?")
+    return found
 
 
 def branch_checked_out_elsewhere(git: Git, branch: str) -> str | None:

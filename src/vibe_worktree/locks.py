@@ -106,7 +106,26 @@ def holder_is_live(path: str) -> bool:
         os.close(fd)
 
 
+UNTRUSTED = "(holders is not a real directory)"  # counts as a live holder: fail closed
+
+
+def _holders_trusted(claim: Claim) -> bool | None:
+    """True: a real folder; None: absent; False: a symlink or other odd thing planted."""
+    for path in (claim.folder, claim.holders_dir):
+        try:
+            if not stat.S_ISDIR(os.lstat(path).st_mode):
+                return False
+        except FileNotFoundError:
+            return None
+    return True
+
+
 def holder_ids(claim: Claim) -> list[str]:
+    trusted = _holders_trusted(claim)
+    if trusted is None:
+        return []
+    if not trusted:
+        return [UNTRUSTED]
     try:
         return sorted(os.listdir(claim.holders_dir))
     except (FileNotFoundError, NotADirectoryError):
@@ -115,11 +134,16 @@ def holder_ids(claim: Claim) -> list[str]:
 
 def live_holders(claim: Claim) -> list[str]:
     """Ids of the live holders (call under the registry lock for a consistent answer)."""
-    return [h for h in holder_ids(claim) if holder_is_live(os.path.join(claim.holders_dir, h))]
+    return [
+        h for h in holder_ids(claim)
+        if h == UNTRUSTED or holder_is_live(os.path.join(claim.holders_dir, h))
+    ]
 
 
 def remove_stale_holders(claim: Claim) -> int:
     """Delete unlocked holder files (under the registry lock); return how many."""
+    if not _holders_trusted(claim):
+        return 0
     removed = 0
     for holder in holder_ids(claim):
         path = os.path.join(claim.holders_dir, holder)
@@ -147,6 +171,12 @@ class Holder:
     @property
     def active(self) -> bool:
         return self._fd is not None
+
+    def fileno(self) -> int:
+        """The locked descriptor: a child given it keeps the hold alive on its own."""
+        if self._fd is None:
+            raise VwtError(f"the hold on {self.claim.name} was released")
+        return self._fd
 
     def release(self) -> None:
         """Delete the file, then drop the lock; both under the registry lock."""

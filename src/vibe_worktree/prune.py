@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 import time
 from collections.abc import Callable
 from typing import NamedTuple
 
 from .errors import HeldError, InvalidName, VwtError
 from .faults import checkpoint
-from .git import head_commit, map_parallel, update_refs
-from .layout import Root
+from .git import commit_of, head_commit, map_parallel, update_refs
+from .layout import Root, unlink_if_exists
 from .locks import (
     STARTING,
     Holder,
@@ -26,24 +28,36 @@ from .locks import (
     registry_lock,
     remove_stale_holders,
 )
-from .records import write_record
+from .records import CorruptRecord, read_limited, write_record
 from .remove import (
     Doomed,
     SnapshotFailed,
+    Target,
     acquire_removal,
     delete_trash,
     drop_record_and_folders,
     existing_snapshot,
     inspect,
     remove_all,
+    same_tree_as,
     snapshot_commit,
     snapshot_problem,
     target_for,
     tidy_claim_folders,
 )
-from .worktrees import MISSING, READY, RESERVED, Entry, entries, validate_for_reuse
+from .worktrees import (
+    MISSING,
+    READY,
+    RESERVED,
+    Entry,
+    entries,
+    repo_git_for,
+    validate_checkout,
+    validate_for_reuse,
+)
 
 DEFAULT_LIMIT = 15
+TRASH_NAME = re.compile(r".+-[0-9a-f]{32}")  # <bucket>-<name>-<32 hex>
 RESERVATION_GRACE = 600.0  # seconds an empty reservation may wait for its creator
 
 Warn = Callable[[str], None]
@@ -104,10 +118,9 @@ def sessions_finished(session_dirs: tuple[str, ...]) -> bool:
     for folder in session_dirs:
         if not os.path.lexists(folder):
             continue
-        try:
-            with open(os.path.join(folder, "meta.json"), encoding="utf-8") as handle:
-                meta = json.load(handle)
-        except (OSError, ValueError):
+        try:  # never blocks: a FIFO planted as meta.json is refused, not opened for reading
+            meta = json.loads(read_limited(os.path.join(folder, "meta.json")))
+        except (OSError, ValueError, CorruptRecord):
             return False
         if not isinstance(meta, dict) or not meta.get("archived_at"):
             return False
@@ -130,7 +143,8 @@ def prune(root: Root, keep: int | None = None, dry_run: bool = False,
                 warn(f"{entry.claim.folder}: {entry.problem}; left alone")
         _settle_reservations(found, dry_run, result, warn)
         if not dry_run:
-            _empty_trash(root)
+            _empty_trash(root, warn)
+            found = entries(root, root.buckets())  # settling changed some of them
         _retain(found, limit, dry_run, result)
     return result
 
@@ -152,9 +166,11 @@ def _settle_reservations(found: list[Entry], dry_run: bool, result: PruneResult,
     """Discard empty abandoned reservations; adopt checkouts a crashed creator finished."""
     now = time.time()
     for entry in found:
+        claim = entry.claim
+        if entry.state == READY and entry.recovery is not None and not dry_run:
+            _drop_stale_recovery(entry, warn)
         if entry.state != RESERVED or entry.record is None:
             continue
-        claim = entry.claim
         if STARTING in _live(entry):
             continue
         if _is_empty(claim.checkout):
@@ -166,6 +182,12 @@ def _settle_reservations(found: list[Entry], dry_run: bool, result: PruneResult,
                 drop_record_and_folders(claim)
                 tidy_claim_folders(claim)
             result.reservations_discarded.append(_label(entry))
+        elif entry.recovery is not None:
+            if now - entry.record.claimed_epoch() >= RESERVATION_GRACE and not dry_run:
+                _undo_interrupted_restore(entry, warn)
+            else:
+                warn(f"{claim.name}: a restore was interrupted; finish it with: vwt restore "
+                     f"{claim.name}")
         elif not dry_run:
             try:
                 checkout = validate_for_reuse(claim, entry.record, "")
@@ -174,6 +196,42 @@ def _settle_reservations(found: list[Entry], dry_run: bool, result: PruneResult,
                 continue
             write_record(claim.record_path, entry.record.with_base(head_commit(checkout.git)))
             warn(f"{claim.name}: finished an interrupted creation")
+
+
+def _undo_interrupted_restore(entry: Entry, warn: Warn) -> None:
+    """Take back the checkout an abandoned restore left, back to a restorable snapshot.
+
+    Only when the checkout holds nothing but what the snapshot already has: the
+    snapshot's parent untouched, or exactly the snapshot's files.
+    """
+    assert entry.record is not None and entry.recovery is not None
+    claim = entry.claim
+    try:
+        checkout = validate_for_reuse(claim, entry.record, "")
+        target = Target(claim, entry.record, checkout, repo_git_for(claim, None, checkout))
+        inspection = inspect(target)
+        snapshot = commit_of(target.repo_git, entry.recovery.snapshot_ref)
+        if snapshot is None or inspection.head != commit_of(target.repo_git, f"{snapshot}^1"):
+            raise VwtError("it is not at the snapshot's parent")
+        if inspection.changes and not same_tree_as(target, inspection, f"{snapshot}^{{tree}}"):
+            raise VwtError("it has files the snapshot does not")
+    except VwtError as exc:
+        warn(f"{claim.name}: an interrupted restore left {claim.checkout} ({exc}); "
+             f"left alone")
+        return
+    remove_all([Doomed(target, inspection, None, entry.record.branch_created)])
+    warn(f"{claim.name}: undid an interrupted restore; run vwt restore {claim.name} again")
+
+
+def _drop_stale_recovery(entry: Entry, warn: Warn) -> None:
+    """A complete record beside recovery.json: the worktree exists, so the recovery record
+    is stale (an interrupted rm or restore). Its snapshot ref stays."""
+    try:
+        validate_checkout(entry.claim)
+    except VwtError:
+        return
+    unlink_if_exists(entry.claim.recovery_path)
+    warn(f"{entry.name}: dropped a stale recovery record (its snapshot ref stays)")
 
 
 def _is_empty(path: str) -> bool:
@@ -187,13 +245,18 @@ def _is_empty(path: str) -> bool:
         return False
 
 
-def _empty_trash(root: Root) -> None:
+def _empty_trash(root: Root, warn: Warn) -> None:
+    """Finish deleting what interrupted removals moved aside; only entries named as ours."""
     try:
+        if not stat.S_ISDIR(os.lstat(root.trash).st_mode):
+            warn(f"{root.trash} is not a real directory; left alone")
+            return
         names = os.listdir(root.trash)
     except FileNotFoundError:
         return
     for name in names:
-        delete_trash(os.path.join(root.trash, name))
+        if TRASH_NAME.fullmatch(name):
+            delete_trash(f"{root.trash}/{name}")
 
 
 def _live(entry: Entry) -> list[str]:
@@ -277,7 +340,7 @@ def _save(entry: Entry, cache: dict[str, tuple[str, ...]]) -> _Saved | str:
         inspection = inspect(target, cache)
         assert entry.record is not None
         doomed = Doomed(target, inspection, None, entry.record.branch_created)
-        ref = existing_snapshot(entry, target.repo_git)
+        ref = existing_snapshot(entry, target)
         if ref is not None:
             return _Saved(doomed._replace(snapshot_ref=ref), None)
         try:

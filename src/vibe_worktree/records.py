@@ -121,7 +121,7 @@ _RECOVERY_FIELDS = {
 }
 
 
-def _read_limited(path: str) -> bytes:
+def read_limited(path: str) -> bytes:
     """The file's bytes, refusing anything but a regular file of at most MAX_RECORD_BYTES."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
@@ -144,7 +144,7 @@ def _read_limited(path: str) -> bytes:
 
 def _load_object(path: str) -> dict[str, Any]:
     try:
-        raw = _read_limited(path)
+        raw = read_limited(path)
     except OSError as exc:
         if isinstance(exc, FileNotFoundError):
             raise

@@ -116,6 +116,28 @@ def snapshot_problem(target: Target, inspection: Inspection) -> str | None:
     return None
 
 
+def same_tree_as(target: Target, inspection: Inspection, tree: str) -> bool:
+    """The checkout's full state (as a snapshot would stage it) is exactly `tree`."""
+    if snapshot_problem(target, inspection) or target.checkout is None:
+        return False
+    return _stage_tree(target) == g.rev_parse(target.repo_git, tree)
+
+
+def _stage_tree(target: Target) -> str:
+    """Stage everything into a throw-away index; the checkout's own index is untouched."""
+    assert target.checkout is not None
+    git = housekeeping_git(target.checkout)
+    index = os.path.join(target.checkout.admin_dir, f"vwt-snapshot-{os.urandom(6).hex()}.index")
+    try:
+        import shutil
+
+        with suppress(FileNotFoundError):  # no index yet: stage from scratch
+            shutil.copyfile(os.path.join(target.checkout.admin_dir, "index"), index)
+        return g.snapshot_tree(git, index)
+    finally:
+        unlink_if_exists(index)
+
+
 def snapshot_commit(target: Target, inspection: Inspection) -> str:
     """Commit the worktree's full state with HEAD as parent; files, index, HEAD untouched."""
     problem = snapshot_problem(target, inspection)
@@ -127,17 +149,7 @@ def snapshot_commit(target: Target, inspection: Inspection) -> str:
     if target.checkout is None or inspection.changes == 0:
         assert head is not None  # nothing to stage: the snapshot is HEAD's own tree
         return g.commit_tree(target.git, f"{head}^{{tree}}", parents, message)
-    git = housekeeping_git(target.checkout)
-    index = os.path.join(target.checkout.admin_dir, f"vwt-snapshot-{os.urandom(6).hex()}.index")
-    try:
-        import shutil
-
-        with suppress(FileNotFoundError):  # no index yet: stage from scratch
-            shutil.copyfile(os.path.join(target.checkout.admin_dir, "index"), index)
-        tree = g.snapshot_tree(git, index)
-    finally:
-        unlink_if_exists(index)
-    return g.commit_tree(git, tree, parents, message)
+    return g.commit_tree(target.git, _stage_tree(target), parents, message)
 
 
 def snapshot(target: Target, inspection: Inspection | None = None) -> Snapshot:
@@ -174,16 +186,20 @@ def delete_trash(trash: str | None) -> None:
         shutil.rmtree(trash, ignore_errors=True)
 
 
-def delete_leftover_trash(claim: Claim) -> None:
-    """Finish deleting this claim's checkouts that an interrupted removal left in `.trash`."""
+def delete_leftover_trash(claim: Claim) -> bool:
+    """Finish deleting this claim's checkouts that an interrupted removal left in `.trash`;
+    True when there were any."""
     prefix = f"{claim.bucket}-{claim.name}-"
     try:
-        names = os.listdir(claim.root.trash)
+        if os.path.islink(claim.root.trash):
+            return False
+        names = [n for n in os.listdir(claim.root.trash)
+                 if n.startswith(prefix) and len(n) == len(prefix) + 32]
     except FileNotFoundError:
-        return
+        return False
     for name in names:
-        if name.startswith(prefix) and len(name) == len(prefix) + 32:
-            delete_trash(f"{claim.root.trash}/{name}")
+        delete_trash(f"{claim.root.trash}/{name}")
+    return bool(names)
 
 
 def drop_record_and_folders(claim: Claim) -> None:
@@ -207,14 +223,18 @@ class Doomed(NamedTuple):
     delete_branch: bool
 
 
-def existing_snapshot(entry: Entry, repo_git: g.Git) -> str | None:
-    """The snapshot a removal that was interrupted had already saved, if any.
+def existing_snapshot(entry: Entry, target: Target) -> str | None:
+    """The snapshot an interrupted removal had saved before it moved the checkout away.
 
-    Taking a new one would overwrite it with less (the checkout is gone by then).
+    Taking a new one would overwrite it with less, the checkout being gone. While the
+    checkout is still there, a fresh snapshot is taken: it may have changed since.
     """
-    if entry.recovery is None or g.commit_of(repo_git, entry.recovery.snapshot_ref) is None:
+    recovery = entry.recovery
+    if recovery is None or target.checkout is not None:
         return None
-    return entry.recovery.snapshot_ref
+    if g.commit_of(target.repo_git, recovery.snapshot_ref) is None:
+        return None
+    return recovery.snapshot_ref
 
 
 def remove_all(doomed: Sequence[Doomed]) -> list[tuple[bool, str]]:
@@ -258,6 +278,7 @@ def _delete_branches(repo_git: g.Git, doomed: list[Doomed]) -> list[tuple[bool, 
     still the base commit (nothing the removal did not account for)."""
     wanted = [item.target.record.branch for item in doomed if item.delete_branch]
     tips = g.branch_tips(repo_git, wanted)
+    checked_out = g.checked_out_branches(repo_git) if tips else {}
     safe: dict[str, str] = {}
     results: list[tuple[bool, str]] = []
     for item in doomed:
@@ -267,6 +288,9 @@ def _delete_branches(repo_git: g.Git, doomed: list[Doomed]) -> list[tuple[bool, 
             results.append((False, ""))
         elif tip is None:
             results.append((False, f"branch {branch} is already gone"))
+        elif branch in checked_out:
+            results.append((False, f"branch {branch} is checked out at {checked_out[branch]}; "
+                                   "kept"))
         elif tip in (item.inspection.head, item.target.record.base_commit):
             safe[branch] = tip
             results.append((True, ""))
@@ -305,9 +329,14 @@ def remove_worktree(
 ) -> Removal:
     """`vwt rm`: the rules of the spec, in order; refusals are outcomes, not errors."""
     if entry is None:
+        if delete_leftover_trash(claim):  # a retry of a removal that was interrupted
+            return Removal(claim.name, REMOVED, False, None)
         return Removal(claim.name, NOT_FOUND, False, None,
                        f"no managed worktree named {claim.name}")
     if entry.problem is None and entry.record is None:
+        if delete_leftover_trash(claim):  # a retry of a removal that was interrupted
+            assert entry.recovery is not None
+            return Removal(claim.name, REMOVED, False, entry.recovery.snapshot_ref)
         os.unlink(claim.recovery_path)
         tidy_claim_folders(claim)
         return Removal(claim.name, FORGOTTEN, False, None,
@@ -333,7 +362,7 @@ def _remove_held(
         return _drop_abandoned_reservation(claim)
     target = target_for(entry)
     inspection = inspect(target)
-    ref = existing_snapshot(entry, target.repo_git)
+    ref = existing_snapshot(entry, target)
     if ref is None and not inspection.clean:
         loss = inspection.describe_loss()
         if not confirm_dirty(f"{claim.name} has {loss}; remove it anyway (a snapshot is kept)?"):

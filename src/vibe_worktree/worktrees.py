@@ -76,8 +76,16 @@ class Entry(NamedTuple):
         return READY
 
 
-def load_entry(claim: Claim) -> Entry | None:
-    """The claim's entry, or None when it has neither a record nor a recovery record."""
+def load_entry(claim: Claim, parents_checked: bool = False) -> Entry | None:
+    """The claim's entry, or None when it has neither a record nor a recovery record.
+
+    A symlink planted anywhere from the root to the claim folder makes it `broken`:
+    its files are not ours, and nothing is ever deleted on their strength.
+    """
+    planted = _planted_link(claim, parents_checked)
+    if planted:
+        return Entry(claim, None, None, f"{planted} is not a real directory; not touching it",
+                     False)
     try:
         present = os.listdir(claim.folder)  # one look instead of a failed open per file
     except (FileNotFoundError, NotADirectoryError):
@@ -104,11 +112,28 @@ def load_entry(claim: Claim) -> Entry | None:
     return Entry(claim, record, recovery, problem, HOLDERS in present)
 
 
+def _planted_link(claim: Claim, parents_checked: bool) -> str | None:
+    """The first folder from `.claims` down to the claim's folder that is not a real one."""
+    chain = [claim.folder] if parents_checked else [
+        claim.root.claims, f"{claim.root.claims}/{claim.bucket}", claim.folder
+    ]
+    for path in chain:
+        try:
+            if not stat.S_ISDIR(os.lstat(path).st_mode):
+                return path
+        except FileNotFoundError:
+            return None
+    return None
+
+
 def entries(root: Root, buckets: list[str]) -> list[Entry]:
+    """Every entry of these buckets (symlinked buckets and claim folders are skipped)."""
     found = []
+    if os.path.islink(root.claims):
+        return []
     for bucket in buckets:
         for claim in root.claims_in(bucket):
-            entry = load_entry(claim)
+            entry = load_entry(claim, parents_checked=True)
             if entry is not None:
                 found.append(entry)
     return found
@@ -244,11 +269,25 @@ def filter_drivers(checkout: Checkout, cache: dict[str, tuple[str, ...]] | None 
     carry config of their own; then each checkout is asked.
     """
     if cache is not None and checkout.common_dir in cache:
-        return cache[checkout.common_dir]
-    drivers, per_worktree = g.repo_filter_drivers(checkout.git)
-    if cache is not None and not per_worktree:
-        cache[checkout.common_dir] = drivers
-    return drivers
+        drivers = cache[checkout.common_dir]
+    else:
+        drivers, per_worktree = g.repo_filter_drivers(checkout.git)
+        if cache is not None and not per_worktree:
+            cache[checkout.common_dir] = drivers
+    return tuple(sorted({*drivers, *_submodule_filter_drivers(checkout)}))
+
+
+def _submodule_filter_drivers(checkout: Checkout) -> set[str]:
+    """Filter drivers defined in the configs of submodules, which `git status` visits."""
+    found: set[str] = set()
+    for modules in (f"{checkout.common_dir}/modules", f"{checkout.admin_dir}/modules"):
+        if not os.path.isdir(modules):
+            continue
+        for folder, subfolders, files in os.walk(modules):
+            subfolders[:] = [d for d in subfolders if d != "objects"]
+            if "config" in files and "HEAD" in files:
+                found.update(g.config_file_filter_drivers(checkout.git, f"{folder}/config"))
+    return found
 
 
 def housekeeping_git(checkout: Checkout, cache: dict[str, tuple[str, ...]] | None = None
