@@ -18,8 +18,6 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from . import create as _create
-from .create import Created
 from .errors import NotFound, ValidationFailed, VwtError
 from .git import map_parallel
 from .layout import Claim, Root, resolve_home
@@ -44,6 +42,8 @@ from .worktrees import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from . import create as _create
+    from .create import Created
     from .prune import PruneResult
     from .remove import Confirm, Removal, Snapshot
 
@@ -181,6 +181,8 @@ class Worktrees:
                branch: str | None = None, from_ref: str | None = None,
                fetch: bool = True) -> Created:
         """Create a worktree (or reuse NAME after validating it)."""
+        from . import create as _create  # only creating pays for it
+
         if name is not None:
             return _create.create_named(self.root, self.cwd, name, branch, from_ref, fetch,
                                         self._output)
@@ -189,11 +191,15 @@ class Worktrees:
         return _create.create_auto(self.root, self.cwd, prompt, from_ref, fetch, self._output)
 
     def restore(self, name: str) -> Created:
+        from . import create as _create
+
         return _create.restore(self.repo, name, self._output)
 
     @property
     def _output(self) -> _create.Output:
-        return _create.Output(self.warn, self.progress)
+        from .create import Output
+
+        return Output(self.warn, self.progress)
 
     # -- look ------------------------------------------------------------------------------
     def list(self, *, all_repos: bool = False, with_status: bool = True) -> list[Listed]:

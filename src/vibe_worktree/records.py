@@ -130,9 +130,12 @@ def read_limited(path: str) -> bytes:
             raise CorruptRecord("it is not a regular file")
         if info.st_size > MAX_RECORD_BYTES:
             raise CorruptRecord(f"it is larger than {MAX_RECORD_BYTES} bytes")
-        chunks = []
-        size = 0
-        while chunk := os.read(fd, max(info.st_size, 4096)):
+        first = os.read(fd, info.st_size + 1)
+        if len(first) <= info.st_size:  # the whole file in one read, as almost always
+            return first
+        chunks = [first]
+        size = len(first)
+        while chunk := os.read(fd, 65536):
             chunks.append(chunk)
             size += len(chunk)
             if size > MAX_RECORD_BYTES:

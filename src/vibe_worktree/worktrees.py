@@ -9,9 +9,6 @@ from typing import NamedTuple
 from . import git as g
 from .errors import NotFound, ValidationFailed, VwtError
 from .layout import (
-    HOLDERS,
-    RECORD,
-    RECOVERY,
     Claim,
     Root,
     assert_real_directories,
@@ -58,6 +55,7 @@ class Entry(NamedTuple):
     recovery: Recovery | None
     problem: str | None  # why the record could not be trusted
     has_holders: bool = True  # False: no holders/ folder, so nobody can hold it
+    checkout_seen: bool | None = None  # from a listing of the bucket; None: look now
 
     @property
     def name(self) -> str:
@@ -71,7 +69,8 @@ class Entry(NamedTuple):
             return SNAPSHOT
         if self.record.reserved:
             return RESERVED
-        if not os.path.lexists(self.claim.checkout):
+        seen = self.checkout_seen
+        if not (os.path.lexists(self.claim.checkout) if seen is None else seen):
             return MISSING
         return READY
 
@@ -86,38 +85,32 @@ def load_entry(claim: Claim, parents_checked: bool = False) -> Entry | None:
     if planted:
         return Entry(claim, None, None, f"{planted} is not a real directory; not touching it",
                      False)
-    try:
-        present = os.listdir(claim.folder)  # one look instead of a failed open per file
-    except (FileNotFoundError, NotADirectoryError):
-        return None
+    # Opening each file and failing is cheaper than listing the folder first.
     record = recovery = None
     problem = None
-    if RECORD in present:
-        try:
-            record = read_record(claim.record_path, claim.name)
-        except FileNotFoundError:
-            pass
-        except (CorruptRecord, OSError) as exc:
-            problem = f"record.json is unreadable: {exc}"
-    if RECOVERY in present:
-        try:
-            recovery = read_recovery(claim.recovery_path, claim.name)
-        except FileNotFoundError:
-            pass
-        except (CorruptRecord, OSError) as exc:
-            if record is None:
-                problem = problem or f"recovery.json is unreadable: {exc}"
+    try:
+        record = read_record(claim.record_path, claim.name)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except (CorruptRecord, OSError) as exc:
+        problem = f"record.json is unreadable: {exc}"
+    try:
+        recovery = read_recovery(claim.recovery_path, claim.name)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except (CorruptRecord, OSError) as exc:
+        if record is None:
+            problem = problem or f"recovery.json is unreadable: {exc}"
     if record is None and recovery is None and problem is None:
         return None
-    return Entry(claim, record, recovery, problem, HOLDERS in present)
+    return Entry(claim, record, recovery, problem, os.path.lexists(claim.holders_dir))
 
 
 def _planted_link(claim: Claim, parents_checked: bool) -> str | None:
     """The first folder from `.claims` down to the claim's folder that is not a real one."""
-    chain = [claim.folder] if parents_checked else [
-        claim.root.claims, f"{claim.root.claims}/{claim.bucket}", claim.folder
-    ]
-    for path in chain:
+    if parents_checked:
+        return None
+    for path in (claim.root.claims, f"{claim.root.claims}/{claim.bucket}", claim.folder):
         try:
             if not stat.S_ISDIR(os.lstat(path).st_mode):
                 return path
@@ -132,10 +125,14 @@ def entries(root: Root, buckets: list[str]) -> list[Entry]:
     if os.path.islink(root.claims):
         return []
     for bucket in buckets:
-        for claim in root.claims_in(bucket):
+        try:  # one listing of the bucket's checkouts instead of a stat per entry
+            checkouts = set(os.listdir(f"{root.path}/{bucket}"))
+        except (FileNotFoundError, NotADirectoryError):
+            checkouts = set()
+        for claim in root.claims_in(bucket):  # only real folders: symlinks are skipped
             entry = load_entry(claim, parents_checked=True)
             if entry is not None:
-                found.append(entry)
+                found.append(entry._replace(checkout_seen=claim.name in checkouts))
     return found
 
 
