@@ -88,13 +88,28 @@ def _command_name(argv: list[str]) -> str | None:
     return None
 
 
+def _terminal_width() -> int:
+    try:
+        columns = int(os.environ.get("COLUMNS", "0")) or os.get_terminal_size(2).columns
+    except (OSError, ValueError):
+        columns = 80
+    return max(40, columns - 2)
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser; with `only`, just that subcommand's (building all costs start-up time)."""
     import argparse
 
+    width = _terminal_width()
+
+    def formatter(prog: str) -> argparse.HelpFormatter:
+        # A fixed width: argparse would otherwise import shutil (and bz2, lzma) for it.
+        return argparse.HelpFormatter(prog, width=width)
+
     parser = argparse.ArgumentParser(
         prog="vwt",
         description="One isolated git worktree per coding session, cleaned up without losing work.",
+        formatter_class=formatter,
     )
     parser.add_argument("--version", "-V", action="version", version=f"vwt {__version__}")
     parser.add_argument("--home", metavar="DIR", help="vibe home (default $VIBE_HOME or ~/.vibe)")
@@ -103,7 +118,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     wanted = [only] if only in SUBCOMMANDS else list(SUBCOMMANDS)
     for name in wanted:
         help_text, handler, configure, json_flag = SUBCOMMANDS[name]
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text, formatter_class=formatter)
         p.set_defaults(handler=handler)
         if json_flag:
             p.add_argument("--json", action="store_true", help="print one JSON document")

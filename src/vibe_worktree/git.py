@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
+import stat
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple, TypeVar
 
 from .errors import GitFailed, NotARepository, VwtError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
 
 # Passed through GIT_CONFIG_COUNT/KEY_n/VALUE_n, not `-c`: a key such as the one of a
 # filter driver named `a=b` cannot be written as `-c key=value` unambiguously.
@@ -90,6 +94,8 @@ class Git(NamedTuple):
         """Run git and wait. `new_session` detaches it from the terminal (nothing can
         prompt there) and lets a timeout kill its whole process group, helpers included.
         `show_progress` leaves git's stderr on ours so a person sees its progress."""
+        import subprocess  # lazily: commands that spawn nothing skip it
+
         process = self.start(*args, env=env, stdin=input is not None,
                              new_session=new_session or timeout is not None,
                              capture_stderr=not show_progress)
@@ -113,6 +119,8 @@ class Git(NamedTuple):
               new_session: bool = False, capture_stderr: bool = True
               ) -> subprocess.Popen[str]:
         """Start git without waiting; `finish` collects it. For independent questions."""
+        import subprocess  # lazily: commands that spawn nothing skip it
+
         full_env = _base_env()
         full_env.update(self.config_env())
         if env:
@@ -152,6 +160,8 @@ class RepoInfo(NamedTuple):
 
 
 def finish(process: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    import subprocess  # lazily: commands that spawn nothing skip it
+
     out, err = process.communicate()
     return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
@@ -169,6 +179,8 @@ class Probe(NamedTuple):
 
 def probe(cwd: str, branch_patterns: Sequence[str], from_ref: str | None) -> Probe:
     """Discovery, HEAD, wanted branches, remotes and `--from` in one round of processes."""
+    import subprocess  # lazily: commands that spawn nothing skip it
+
     git = Git(cwd)
     started = [
         # HEAD last: in a repository without commits only that line is missing
@@ -214,11 +226,65 @@ def probe(cwd: str, branch_patterns: Sequence[str], from_ref: str | None) -> Pro
 
 def discover(cwd: str) -> RepoInfo:
     """The repository containing `cwd`, or NotARepository."""
+    found = discover_without_git(cwd)
+    if found is not None:
+        return found
     git = Git(cwd)
     result = git.run(
         "rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel", check=False
     )
     return _repo_info(git, result)
+
+
+_DISCOVERY_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES",
+                  "GIT_DISCOVERY_ACROSS_FILESYSTEM")
+
+
+def discover_without_git(cwd: str) -> RepoInfo | None:
+    """The plain layouts (a main checkout, or a linked worktree of one) found by reading
+    `.git` on the way up, as git would; None for anything else, and git is asked instead.
+
+    A listing then costs no process at all.
+    """
+    start = os.path.realpath(cwd)
+    if any(k in os.environ for k in _DISCOVERY_ENV) or "/.git/" in f"{start}/":
+        return None
+    path = start
+    while True:
+        dotgit = f"{path}/.git" if path != "/" else "/.git"
+        try:
+            mode = os.lstat(dotgit).st_mode
+        except FileNotFoundError:
+            parent = os.path.dirname(path)
+            if parent == path:
+                return None
+            path = parent
+            continue
+        except OSError:
+            return None
+        if stat.S_ISDIR(mode):
+            if not os.path.isfile(f"{dotgit}/HEAD") or os.path.lexists(f"{dotgit}/commondir"):
+                return None
+            return RepoInfo(path, dotgit, path)
+        if not stat.S_ISREG(mode):
+            return None
+        return _linked_worktree_info(path, dotgit)
+
+
+def _linked_worktree_info(toplevel: str, dotgit: str) -> RepoInfo | None:
+    try:
+        with open(dotgit, encoding="utf-8") as handle:
+            text = handle.read(4096).strip()
+        if not text.startswith("gitdir: "):
+            return None
+        admin = os.path.realpath(os.path.join(toplevel, text[len("gitdir: "):]))
+        with open(f"{admin}/commondir", encoding="utf-8") as handle:
+            common = os.path.realpath(os.path.join(admin, handle.read(4096).strip()))
+    except OSError:
+        return None
+    if os.path.dirname(admin) != f"{common}/worktrees" or os.path.basename(common) != ".git":
+        return None  # a submodule, a bare repository's worktree, a separate git dir: ask git
+    return RepoInfo(os.path.dirname(common), common, toplevel)
 
 
 def _repo_info(git: Git, result: subprocess.CompletedProcess[str]) -> RepoInfo:
@@ -301,6 +367,8 @@ def remote_head_branch(git: Git, remote: str) -> str | None:
 
 def ask_remote_head_branch(git: Git, remote: str, timeout: float) -> str | None:
     """Ask the remote itself which branch HEAD names (network; never prompts)."""
+    import subprocess  # lazily: commands that spawn nothing skip it
+
     try:
         result = git.run(
             "ls-remote", "--symref", remote, "HEAD", check=False, timeout=timeout, new_session=True
@@ -316,6 +384,8 @@ def ask_remote_head_branch(git: Git, remote: str, timeout: float) -> str | None:
 def fetch_branch(git: Git, remote: str, branch: str, timeout: float,
                  progress: bool = False) -> str | None:
     """Best-effort fetch of one branch; returns a warning or None on success."""
+    import subprocess  # lazily: commands that spawn nothing skip it
+
     refspec = f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}"
     try:
         result = git.run(

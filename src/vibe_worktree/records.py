@@ -10,7 +10,7 @@ import json
 import os
 import re
 import stat
-from datetime import UTC, datetime
+import time
 from typing import NamedTuple
 
 from .names import path_segment_problem
@@ -30,11 +30,44 @@ class CorruptRecord(Exception):
 
 def utc_now() -> str:
     """UTC ISO-8601 with a `Z` suffix: Vibe's retention fails on a zone-less stamp."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    now = time.time()
+    whole = int(now)
+    micro = int((now - whole) * 1e6)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{micro:06d}Z"
+
+
+# The form we and Vibe write, parsed without importing datetime (start-up time).
+_UTC_STAMP = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?(?:Z|\+00:00)")
+
+
+def _days_from_civil(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm)."""
+    year -= month <= 2
+    era = year // 400
+    yoe = year - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def _month_days(year: int, month: int) -> int:
+    if month == 2:
+        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+    return 30 if month in (4, 6, 9, 11) else 31
 
 
 def parse_timestamp(text: str) -> float:
-    """Seconds since the epoch; a stamp without a zone is taken as UTC."""
+    """Seconds since the epoch; a stamp without a zone is taken as UTC. ValueError if bad."""
+    match = _UTC_STAMP.fullmatch(text)
+    if match:
+        year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+        if 1 <= month <= 12 and 1 <= day <= _month_days(year, month) and hour < 24 \
+                and minute < 60 and second < 60:
+            fraction = int((match.group(7) or "0").ljust(6, "0")) / 1e6
+            days = _days_from_civil(year, month, day)
+            return days * 86400 + hour * 3600 + minute * 60 + second + fraction
+    from datetime import UTC, datetime  # any other ISO-8601 form
+
     stamp = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=UTC)
