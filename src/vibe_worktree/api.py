@@ -12,8 +12,6 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
@@ -276,6 +274,9 @@ class Worktrees:
         """Run `command` inside NAME while holding it; return its exit status."""
         if not command:
             raise VwtError("no command given; use: vwt run NAME -- CMD [ARG...]", 2)
+        import signal
+        import subprocess
+
         with self.hold(name) as holder:
             env = dict(os.environ)
             env.update(VWT_NAME=name, VWT_PATH=holder.claim.checkout, **{HOLDER_ENV: holder.id})
