@@ -75,7 +75,8 @@ class Entry(NamedTuple):
         return READY
 
 
-def load_entry(claim: Claim, parents_checked: bool = False) -> Entry | None:
+def load_entry(claim: Claim, parents_checked: bool = False,
+               checkout_seen: bool | None = None) -> Entry | None:
     """The claim's entry, or None when it has neither a record nor a recovery record.
 
     A symlink planted anywhere from the root to the claim folder makes it `broken`:
@@ -103,7 +104,8 @@ def load_entry(claim: Claim, parents_checked: bool = False) -> Entry | None:
             problem = problem or f"recovery.json is unreadable: {exc}"
     if record is None and recovery is None and problem is None:
         return None
-    return Entry(claim, record, recovery, problem, os.path.lexists(claim.holders_dir))
+    return Entry(claim, record, recovery, problem, os.path.lexists(claim.holders_dir),
+                 checkout_seen)
 
 
 def _planted_link(claim: Claim, parents_checked: bool) -> str | None:
@@ -130,9 +132,9 @@ def entries(root: Root, buckets: list[str]) -> list[Entry]:
         except (FileNotFoundError, NotADirectoryError):
             checkouts = set()
         for claim in root.claims_in(bucket):  # only real folders: symlinks are skipped
-            entry = load_entry(claim, parents_checked=True)
+            entry = load_entry(claim, True, claim.name in checkouts)
             if entry is not None:
-                found.append(entry._replace(checkout_seen=claim.name in checkouts))
+                found.append(entry)
     return found
 
 
