@@ -10,7 +10,7 @@ from typing import NamedTuple
 from . import git as g
 from .errors import GitFailed, NotFound, ValidationFailed, VwtError
 from .faults import checkpoint
-from .layout import Claim, Root, ensure_dir, rmdir_if_empty, unlink_if_exists
+from .layout import Claim, Root, ensure_dir, is_empty_dir, rmdir_if_empty, unlink_if_exists
 from .locks import STARTING, Holder, acquire_holder, prune_lock, wait_for_holder_release
 from .names import (
     AUTO_BRANCH_PREFIX,
@@ -99,15 +99,6 @@ def _unreserve(claim: Claim, starting: Holder) -> None:
     rmdir_if_empty(claim.folder)
     rmdir_if_empty(os.path.dirname(claim.folder))
     rmdir_if_empty(os.path.dirname(claim.checkout))
-
-
-def _is_empty_dir(path: str) -> bool:
-    try:
-        return not os.listdir(path)
-    except FileNotFoundError:
-        return True
-    except NotADirectoryError:
-        return False
 
 
 def _finish(
@@ -274,7 +265,7 @@ def _claim_or_reuse(
     with prune_lock(repo.root):
         entry = load_entry(claim)
         if entry is None:
-            if os.path.lexists(claim.checkout) and not _is_empty_dir(claim.checkout):
+            if os.path.lexists(claim.checkout) and not is_empty_dir(claim.checkout):
                 raise ValidationFailed(
                     f"{claim.checkout} exists but is not managed; move it away or pick another name"
                 )
@@ -302,7 +293,7 @@ def _resume_reservation(repo: Repo, claim: Claim, record: Record) -> Created | H
         starting = acquire_holder(claim, STARTING)
     except VwtError:
         return None  # a live creator holds `.starting`
-    if _is_empty_dir(claim.checkout):
+    if is_empty_dir(claim.checkout):
         if not os.path.isdir(claim.checkout):
             os.mkdir(claim.checkout)
         return starting
@@ -435,7 +426,7 @@ def _reserve_restore(repo: Repo, claim: Claim, entry: Entry, parent: str
             os.mkdir(claim.checkout)
         return entry.record, starting
     branch, create_branch = _restore_branch(repo.git, entry.recovery.branch, parent)
-    if os.path.isdir(claim.checkout) and _is_empty_dir(claim.checkout):
+    if os.path.isdir(claim.checkout) and is_empty_dir(claim.checkout):
         os.rmdir(claim.checkout)
     elif os.path.lexists(claim.checkout):
         raise ValidationFailed(f"{claim.checkout} exists; move it away before restoring")

@@ -494,25 +494,24 @@ def repo_filter_drivers(git: Git) -> tuple[tuple[str, ...], bool]:
         if key == "extensions.worktreeconfig":
             per_worktree = value.strip().lower() in ("true", "yes", "on", "1")
             continue
-        if scope not in ("local", "worktree"):
-            continue
-        driver, _, setting = key[len("filter."):].rpartition(".")
-        if driver and setting in ("clean", "smudge", "process", "required"):
+        driver = _filter_driver(key)
+        if driver and scope in ("local", "worktree"):
             drivers.add(driver)
     return tuple(sorted(drivers)), per_worktree
+
+
+def _filter_driver(key: str) -> str | None:
+    """`filter.<driver>.<setting>` -> driver, for the settings that name a command."""
+    driver, _, setting = key[len("filter."):].rpartition(".")
+    return driver if driver and setting in ("clean", "smudge", "process", "required") else None
 
 
 def config_file_filter_drivers(git: Git, path: str) -> set[str]:
     """Filter driver names one config file defines (with the files it includes)."""
     out = git.out("config", "-z", "--includes", "--file", path, "--get-regexp", r"^filter\.",
                   check=False)
-    drivers = set()
-    for entry in out.split("\0"):
-        key = entry.split("\n", 1)[0]
-        driver, _, setting = key[len("filter."):].rpartition(".")
-        if driver and setting in ("clean", "smudge", "process", "required"):
-            drivers.add(driver)
-    return drivers
+    drivers = {_filter_driver(entry.split("\n", 1)[0]) for entry in out.split("\0")}
+    return {d for d in drivers if d}
 
 
 def files_using_filters(git: Git, drivers: Iterable[str]) -> list[str]:

@@ -177,6 +177,18 @@ def ensure_dir(path: str, root: str) -> None:
             raise ValidationFailed(f"{current} is not a real directory; refusing to use it")
 
 
+def is_empty_dir(path: str) -> bool:
+    """Nothing stands at `path`, or an empty real directory does (never a symlink)."""
+    if os.path.islink(path):
+        return False
+    try:
+        return not os.listdir(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
 def unlink_if_exists(path: str) -> None:
     try:
         os.unlink(path)

@@ -18,7 +18,7 @@ from typing import NamedTuple
 from .errors import HeldError, InvalidName, VwtError
 from .faults import checkpoint
 from .git import commit_of, head_commit, map_parallel, update_refs
-from .layout import Root, unlink_if_exists
+from .layout import Root, is_empty_dir, unlink_if_exists
 from .locks import (
     STARTING,
     Holder,
@@ -173,7 +173,7 @@ def _settle_reservations(found: list[Entry], dry_run: bool, result: PruneResult,
             continue
         if STARTING in _live(entry):
             continue
-        if _is_empty(claim.checkout):
+        if is_empty_dir(claim.checkout):
             if now - entry.record.claimed_epoch() < RESERVATION_GRACE:
                 continue
             if not dry_run:
@@ -232,17 +232,6 @@ def _drop_stale_recovery(entry: Entry, warn: Warn) -> None:
         return
     unlink_if_exists(entry.claim.recovery_path)
     warn(f"{entry.name}: dropped a stale recovery record (its snapshot ref stays)")
-
-
-def _is_empty(path: str) -> bool:
-    if os.path.islink(path):
-        return False
-    try:
-        return not os.listdir(path)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
 
 
 def _empty_trash(root: Root, warn: Warn) -> None:
