@@ -339,30 +339,10 @@ def branch_tip(git: Git, branch: str) -> str | None:
     return rev_parse(git, f"refs/heads/{branch}")
 
 
-def existing_branches(git: Git, prefix: str) -> set[str]:
-    """Short names of the branches under refs/heads/<prefix>, in one call."""
-    out = git.out("for-each-ref", "--format=%(refname)", f"refs/heads/{prefix}")
-    return {line.removeprefix("refs/heads/") for line in out.splitlines() if line}
 
 
-def remotes(git: Git) -> list[str]:
-    return [line for line in git.out("remote").splitlines() if line]
 
 
-def pick_remote(git: Git) -> str | None:
-    """`origin`, or the only remote; None otherwise."""
-    names = remotes(git)
-    if "origin" in names:
-        return "origin"
-    return names[0] if len(names) == 1 else None
-
-
-def remote_head_branch(git: Git, remote: str) -> str | None:
-    """The remote's default branch as recorded locally (refs/remotes/<remote>/HEAD)."""
-    result = git.run("symbolic-ref", "--quiet", f"refs/remotes/{remote}/HEAD", check=False)
-    ref = result.stdout.strip()
-    prefix = f"refs/remotes/{remote}/"
-    return ref[len(prefix):] if result.returncode == 0 and ref.startswith(prefix) else None
 
 
 def ask_remote_head_branch(git: Git, remote: str, timeout: float) -> str | None:

@@ -136,9 +136,6 @@ def _subdirectories(folder: str) -> list[str]:
         return []
 
 
-def checkout_exists(claim: Claim) -> bool:
-    """True when something (even a symlink) stands at the checkout path."""
-    return os.path.lexists(claim.checkout)
 
 
 def assert_real_directories(claim: Claim) -> None:

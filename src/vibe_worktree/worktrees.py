@@ -7,7 +7,7 @@ import stat
 from typing import NamedTuple
 
 from . import git as g
-from .errors import NotFound, ValidationFailed, VwtError
+from .errors import NotFound, ValidationFailed
 from .layout import (
     Claim,
     Root,
@@ -15,7 +15,6 @@ from .layout import (
     bucket_matches,
     bucket_name,
 )
-from .locks import live_holders, registry_lock
 from .records import CorruptRecord, Record, Recovery, read_record, read_recovery
 
 READY = "ready"
@@ -314,9 +313,6 @@ def inspect_missing(repo_git: g.Git, record: Record) -> Inspection:
     return Inspection(0, 0, ahead, tip, record.branch)
 
 
-def holders_of(claim: Claim) -> list[str]:
-    with registry_lock(claim.root):
-        return live_holders(claim)
 
 
 def ensure_not_inside(path: str) -> None:
@@ -328,10 +324,3 @@ def ensure_not_inside(path: str) -> None:
     if cwd == path or cwd.startswith(path + os.sep):
         os.chdir(os.path.dirname(path))
 
-
-def check_name_free(claim: Claim) -> None:
-    if os.path.lexists(claim.checkout):
-        raise VwtError(
-            f"{claim.checkout} exists but is not a managed worktree; "
-            "move it away or pick another name"
-        )
