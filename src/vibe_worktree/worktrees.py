@@ -95,7 +95,8 @@ def load_entry(claim: Claim, parents_checked: bool = False,
     except (CorruptRecord, OSError) as exc:
         problem = f"record.json is unreadable: {exc}"
     try:
-        recovery = read_recovery(claim.recovery_path, claim.name)
+        if record is None or os.path.lexists(claim.recovery_path):  # rare beside a record
+            recovery = read_recovery(claim.recovery_path, claim.name)
     except (FileNotFoundError, NotADirectoryError):
         pass
     except (CorruptRecord, OSError) as exc:
