@@ -113,7 +113,7 @@ def _finish(
         write_record(claim.record_path, final)
         checkpoint("new.recorded")
     except BaseException:
-        if not os.path.exists(os.path.join(claim.checkout, ".git")):
+        if not _has_git_file(claim):
             _unreserve(claim, starting)
         else:
             starting.release()
