@@ -155,6 +155,18 @@ def assert_real_directories(claim: Claim) -> None:
             raise ValidationFailed(f"{path} is not a directory")
 
 
+def first_planted(paths: tuple[str, ...]) -> str | None:
+    """The first of `paths` (outermost first) that exists but is not a real directory, such
+    as a planted symlink; None when all are real or the chain stops at a missing one."""
+    for path in paths:
+        try:
+            if not stat.S_ISDIR(os.lstat(path).st_mode):
+                return path
+        except FileNotFoundError:
+            return None
+    return None
+
+
 def ensure_dir(path: str, root: str) -> None:
     """Create `path` (inside the managed `root`), proving every folder from `root` down is a
     real directory: a planted symlink must not send our files outside the root."""

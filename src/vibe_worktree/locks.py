@@ -14,7 +14,7 @@ import stat
 import time
 
 from .errors import HeldError, VwtError
-from .layout import Claim, Root, ensure_dir, rmdir_if_empty, unlink_if_exists
+from .layout import Claim, Root, ensure_dir, first_planted, rmdir_if_empty, unlink_if_exists
 from .names import path_segment_problem
 
 STARTING = ".starting"
@@ -109,22 +109,12 @@ def holder_is_live(path: str) -> bool:
 UNTRUSTED = "(holders is not a real directory)"  # counts as a live holder: fail closed
 
 
-def _holders_trusted(claim: Claim) -> bool | None:
-    """True: a real folder; None: absent; False: a symlink or other odd thing planted."""
-    for path in (claim.folder, claim.holders_dir):
-        try:
-            if not stat.S_ISDIR(os.lstat(path).st_mode):
-                return False
-        except FileNotFoundError:
-            return None
-    return True
+def _holders_planted(claim: Claim) -> bool:
+    return first_planted((claim.folder, claim.holders_dir)) is not None
 
 
 def holder_ids(claim: Claim) -> list[str]:
-    trusted = _holders_trusted(claim)
-    if trusted is None:
-        return []
-    if not trusted:
+    if _holders_planted(claim):
         return [UNTRUSTED]
     try:
         return sorted(os.listdir(claim.holders_dir))
@@ -142,7 +132,7 @@ def live_holders(claim: Claim) -> list[str]:
 
 def remove_stale_holders(claim: Claim) -> int:
     """Delete unlocked holder files (under the registry lock); return how many."""
-    if not _holders_trusted(claim):
+    if _holders_planted(claim):
         return 0
     removed = 0
     for holder in holder_ids(claim):

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import stat
 import time
 from collections.abc import Callable
 from typing import NamedTuple
@@ -34,8 +32,8 @@ from .remove import (
     SnapshotFailed,
     Target,
     acquire_removal,
-    delete_trash,
     drop_record_and_folders,
+    empty_trash,
     existing_snapshot,
     inspect,
     remove_all,
@@ -46,6 +44,7 @@ from .remove import (
     tidy_claim_folders,
 )
 from .worktrees import (
+    BROKEN,
     MISSING,
     READY,
     RESERVED,
@@ -57,7 +56,6 @@ from .worktrees import (
 )
 
 DEFAULT_LIMIT = 15
-TRASH_NAME = re.compile(r".+-[0-9a-f]{32}")  # <bucket>-<name>-<32 hex>
 RESERVATION_GRACE = 600.0  # seconds an empty reservation may wait for its creator
 
 Warn = Callable[[str], None]
@@ -139,11 +137,12 @@ def prune(root: Root, keep: int | None = None, dry_run: bool = False,
         result.stale_holders_removed = _sweep_stale_holders(root, dry_run)
         found = entries(root, root.buckets())
         for entry in found:
-            if entry.state == "broken":
+            if entry.state == BROKEN:
                 warn(f"{entry.claim.folder}: {entry.problem}; left alone")
         _settle_reservations(found, dry_run, result, warn)
         if not dry_run:
-            _empty_trash(root, warn)
+            if empty_trash(root) is None:
+                warn(f"{root.trash} is not a real directory; left alone")
             found = entries(root, root.buckets())  # settling changed some of them
         _retain(found, limit, dry_run, result)
     return result
@@ -232,20 +231,6 @@ def _drop_stale_recovery(entry: Entry, warn: Warn) -> None:
         return
     unlink_if_exists(entry.claim.recovery_path)
     warn(f"{entry.name}: dropped a stale recovery record (its snapshot ref stays)")
-
-
-def _empty_trash(root: Root, warn: Warn) -> None:
-    """Finish deleting what interrupted removals moved aside; only entries named as ours."""
-    try:
-        if not stat.S_ISDIR(os.lstat(root.trash).st_mode):
-            warn(f"{root.trash} is not a real directory; left alone")
-            return
-        names = os.listdir(root.trash)
-    except FileNotFoundError:
-        return
-    for name in names:
-        if TRASH_NAME.fullmatch(name):
-            delete_trash(f"{root.trash}/{name}")
 
 
 def _live(entry: Entry) -> list[str]:

@@ -8,6 +8,8 @@ finishes whatever a crash interrupted.
 from __future__ import annotations
 
 import os
+import re
+import stat
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from typing import NamedTuple
@@ -15,7 +17,7 @@ from typing import NamedTuple
 from . import git as g
 from .errors import HeldError, ValidationFailed, VwtError
 from .faults import checkpoint
-from .layout import Claim, ensure_dir, rmdir_if_empty, unlink_if_exists
+from .layout import Claim, Root, ensure_dir, rmdir_if_empty, unlink_if_exists
 from .locks import REMOVING, Holder, acquire_holder
 from .records import Record, Recovery, utc_now, write_recovery
 from .worktrees import (
@@ -186,20 +188,33 @@ def delete_trash(trash: str | None) -> None:
         shutil.rmtree(trash, ignore_errors=True)
 
 
+_TRASH_NAME = re.compile(r".+-[0-9a-f]{32}")  # `.trash/<bucket>-<name>-<32 hex>`
+_HEX32 = re.compile(r"[0-9a-f]{32}")
+
+
+def empty_trash(root: Root, prefix: str = "") -> int | None:
+    """Finish deleting what interrupted removals moved aside: the `.trash` entries named as
+    ours, only those starting with `<bucket>-<name>-` when `prefix` says so. Returns how
+    many, or None when `.trash` is not a real directory (it is then left alone)."""
+    try:
+        if not stat.S_ISDIR(os.lstat(root.trash).st_mode):
+            return None
+        names = os.listdir(root.trash)
+    except FileNotFoundError:
+        return 0
+    if prefix:
+        ours = [n for n in names if n.startswith(prefix) and _HEX32.fullmatch(n, len(prefix))]
+    else:
+        ours = [n for n in names if _TRASH_NAME.fullmatch(n)]
+    for name in ours:
+        delete_trash(f"{root.trash}/{name}")
+    return len(ours)
+
+
 def delete_leftover_trash(claim: Claim) -> bool:
     """Finish deleting this claim's checkouts that an interrupted removal left in `.trash`;
     True when there were any."""
-    prefix = f"{claim.bucket}-{claim.name}-"
-    try:
-        if os.path.islink(claim.root.trash):
-            return False
-        names = [n for n in os.listdir(claim.root.trash)
-                 if n.startswith(prefix) and len(n) == len(prefix) + 32]
-    except FileNotFoundError:
-        return False
-    for name in names:
-        delete_trash(f"{claim.root.trash}/{name}")
-    return bool(names)
+    return bool(empty_trash(claim.root, f"{claim.bucket}-{claim.name}-"))
 
 
 def drop_record_and_folders(claim: Claim) -> None:

@@ -14,6 +14,7 @@ from .layout import (
     assert_real_directories,
     bucket_matches,
     bucket_name,
+    first_planted,
 )
 from .records import CorruptRecord, Record, Recovery, read_record, read_recovery
 
@@ -112,13 +113,9 @@ def _planted_link(claim: Claim, parents_checked: bool) -> str | None:
     """The first folder from `.claims` down to the claim's folder that is not a real one."""
     if parents_checked:
         return None
-    for path in (claim.root.claims, f"{claim.root.claims}/{claim.bucket}", claim.folder):
-        try:
-            if not stat.S_ISDIR(os.lstat(path).st_mode):
-                return path
-        except FileNotFoundError:
-            return None
-    return None
+    return first_planted(
+        (claim.root.claims, f"{claim.root.claims}/{claim.bucket}", claim.folder)
+    )
 
 
 def entries(root: Root, buckets: list[str]) -> list[Entry]:
