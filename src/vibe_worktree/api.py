@@ -14,12 +14,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 from .errors import NotFound, ValidationFailed, VwtError
 from .git import map_parallel
 from .layout import Claim, Root, resolve_home
 from .locks import Holder, acquire_holder, live_holders, new_holder_id, prune_lock, registry_lock
+from .tuples import NamedTuple
 from .worktrees import (
     BROKEN,
     MISSING,
@@ -123,17 +123,21 @@ class WorktreeStatus(NamedTuple):
 def _listed(entry: Entry, holders: int) -> Listed:
     record, recovery = entry.record, entry.recovery
     source = record or recovery
-    return Listed(
-        name=entry.name,
-        branch=source.branch if source else None,
-        path=entry.claim.checkout,
-        bucket=entry.claim.bucket,
-        repo_root=source.repo_root if source else None,
-        base_commit=source.base_commit if source else None,
-        branch_created=record.branch_created if record else None,
-        claimed_at=record.claimed_at if record else None,
-        state=entry.state,
-        holders=holders,
+    claim = entry.claim
+    if source is None:
+        return Listed(entry.name, None, claim.checkout, claim.bucket, None, None, None, None,
+                      entry.state, holders, problem=entry.problem)
+    return Listed(  # positionally: a listing builds a thousand of these
+        entry.name,
+        source.branch,
+        claim.checkout,
+        claim.bucket,
+        source.repo_root,
+        source.base_commit,
+        record.branch_created if record else None,
+        record.claimed_at if record else None,
+        entry.state,
+        holders,
         problem=entry.problem,
     )
 
@@ -202,7 +206,7 @@ class Worktrees:
     # -- look ------------------------------------------------------------------------------
     def list(self, *, all_repos: bool = False, with_status: bool = True) -> list[Listed]:
         buckets = self.root.buckets() if all_repos else [self.repo.bucket]
-        found = entries(self.root, buckets)
+        found = entries(self.root, buckets, with_recovery=False)
         with registry_lock(self.root):
             rows = [_listed(e, len(live_holders(e.claim)) if e.has_holders else 0) for e in found]
         if not with_status:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import NamedTuple
 
 from . import git as g
 from .errors import GitFailed, NotFound, ValidationFailed, VwtError
@@ -22,6 +21,7 @@ from .names import (
     validate_name,
 )
 from .records import Record, utc_now, write_record
+from .tuples import NamedTuple
 from .worktrees import (
     MISSING,
     RESERVED,

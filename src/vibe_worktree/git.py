@@ -9,16 +9,20 @@ else and its config may name any command.
 from __future__ import annotations
 
 import os
-import signal
 import stat
 from collections.abc import Callable, Iterable, Sequence
-from typing import NamedTuple, TypeVar
+from functools import cache
 
 from .errors import GitFailed, NotARepository, VwtError
+from .processes import Finished, Process, TimedOut, find_program
+from .tuples import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import subprocess
+    from typing import TypeVar
+
+    T = TypeVar("T")
+    R = TypeVar("R")
 
 # Passed through GIT_CONFIG_COUNT/KEY_n/VALUE_n, not `-c`: a key such as the one of a
 # filter driver named `a=b` cannot be written as `-c key=value` unambiguously.
@@ -32,8 +36,6 @@ _HARDENING = (
     ("diff.external", ""),
     ("protocol.ext.allow", "never"),
 )
-T = TypeVar("T")
-R = TypeVar("R")
 SNAPSHOT_IDENTITY = {
     "GIT_AUTHOR_NAME": "vibe-worktree",
     "GIT_AUTHOR_EMAIL": "vwt@localhost",
@@ -61,7 +63,8 @@ class Git(NamedTuple):
     neutralised_filters: tuple[str, ...] = ()
 
     def command(self, args: Sequence[str]) -> list[str]:
-        return ["git", *args]
+        # `-C` rather than a working directory for the child: posix_spawn has none.
+        return ["git", "-C", self.cwd, *args]
 
     def config_env(self) -> dict[str, str]:
         """The housekeeping overrides as GIT_CONFIG_* variables (children inherit them)."""
@@ -90,53 +93,34 @@ class Git(NamedTuple):
         timeout: float | None = None,
         new_session: bool = False,
         show_progress: bool = False,
-    ) -> subprocess.CompletedProcess[str]:
+    ) -> Finished:
         """Run git and wait. `new_session` detaches it from the terminal (nothing can
-        prompt there) and lets a timeout kill its whole process group, helpers included.
-        `show_progress` leaves git's stderr on ours so a person sees its progress."""
-        import subprocess  # lazily: commands that spawn nothing skip it
-
-        process = self.start(*args, env=env, stdin=input is not None,
+        prompt there) and lets a timeout kill its whole process group, helpers included
+        (TimedOut). `show_progress` leaves git's stderr on ours so a person sees it."""
+        process = self.start(*args, env=env, input=input,
                              new_session=new_session or timeout is not None,
                              capture_stderr=not show_progress)
-        try:
-            out, err = process.communicate(input, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-            raise
-        except BaseException:
-            process.kill()
-            process.wait()
-            raise
-        result = subprocess.CompletedProcess(process.args, process.returncode, out, err or "")
+        out, err = process.communicate(timeout)
+        result = Finished(process.args, process.wait(), out, err)
         if check and result.returncode != 0:
             why = first_line(result.stderr) if not show_progress else "see git's message above"
             raise GitFailed(f"git {args[0]} failed: {why}")
         return result
 
-    def start(self, *args: str, env: dict[str, str] | None = None, stdin: bool = False,
-              new_session: bool = False, capture_stderr: bool = True
-              ) -> subprocess.Popen[str]:
+    def start(self, *args: str, env: dict[str, str] | None = None, input: str | None = None,
+              new_session: bool = False, capture_stderr: bool = True) -> Process:
         """Start git without waiting; `finish` collects it. For independent questions."""
-        import subprocess  # lazily: commands that spawn nothing skip it
-
         full_env = _base_env()
         full_env.update(self.config_env())
         if env:
             full_env.update(env)
-        try:
-            return subprocess.Popen(
-                self.command(args), cwd=self.cwd,
-                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE if capture_stderr else None,
-                text=True, encoding="utf-8", errors="surrogateescape", env=full_env,
-                start_new_session=new_session,
-            )
-        except FileNotFoundError as exc:
-            if not os.path.isdir(self.cwd):
-                raise VwtError(f"directory {self.cwd} does not exist") from None
-            raise VwtError("git is not installed or not on PATH; install git") from exc
+        if not os.path.isdir(self.cwd):
+            raise VwtError(f"directory {self.cwd} does not exist")
+        return Process(
+            _git_program(full_env.get("PATH")), self.command(args), full_env,
+            input=None if input is None else input.encode("utf-8", "surrogateescape"),
+            capture_stderr=capture_stderr, new_session=new_session,
+        )
 
     def out(self, *args: str, **kwargs: object) -> str:
         return self.run(*args, **kwargs).stdout  # type: ignore[arg-type]
@@ -159,11 +143,17 @@ class RepoInfo(NamedTuple):
     toplevel: str  # top level of the working tree we were called from
 
 
-def finish(process: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
-    import subprocess  # lazily: commands that spawn nothing skip it
-
+def finish(process: Process) -> Finished:
     out, err = process.communicate()
-    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+    return Finished(process.args, process.wait(), out, err)
+
+
+@cache
+def _git_program(path: str | None) -> str:
+    found = find_program("git", path)
+    if found is None:
+        raise VwtError("git is not installed or not on PATH; install git")
+    return found
 
 
 class Probe(NamedTuple):
@@ -179,8 +169,6 @@ class Probe(NamedTuple):
 
 def probe(cwd: str, branch_patterns: Sequence[str], from_ref: str | None) -> Probe:
     """Discovery, HEAD, wanted branches, remotes and `--from` in one round of processes."""
-    import subprocess  # lazily: commands that spawn nothing skip it
-
     git = Git(cwd)
     started = [
         # HEAD last: in a repository without commits only that line is missing
@@ -200,7 +188,7 @@ def probe(cwd: str, branch_patterns: Sequence[str], from_ref: str | None) -> Pro
     lines = where.stdout.splitlines()
     head = lines[2] if where.returncode == 0 and len(lines) > 2 else None
     if where.returncode != 0 and len(lines) >= 2 and all(map(os.path.isabs, lines[:2])):
-        where = subprocess.CompletedProcess(where.args, 0, "\n".join(lines[:2]), where.stderr)
+        where = Finished(where.args, 0, "\n".join(lines[:2]), where.stderr)
     info = _repo_info(git, where)
     branches: dict[str, str] = {}
     remote_heads: dict[str, tuple[str, str]] = {}
@@ -287,7 +275,7 @@ def _linked_worktree_info(toplevel: str, dotgit: str) -> RepoInfo | None:
     return RepoInfo(os.path.dirname(common), common, toplevel)
 
 
-def _repo_info(git: Git, result: subprocess.CompletedProcess[str]) -> RepoInfo:
+def _repo_info(git: Git, result: Finished) -> RepoInfo:
     cwd = git.cwd
     if result.returncode != 0:
         raise NotARepository(
@@ -347,13 +335,11 @@ def branch_tip(git: Git, branch: str) -> str | None:
 
 def ask_remote_head_branch(git: Git, remote: str, timeout: float) -> str | None:
     """Ask the remote itself which branch HEAD names (network; never prompts)."""
-    import subprocess  # lazily: commands that spawn nothing skip it
-
     try:
         result = git.run(
             "ls-remote", "--symref", remote, "HEAD", check=False, timeout=timeout, new_session=True
         )
-    except subprocess.TimeoutExpired:
+    except TimedOut:
         return None
     for line in result.stdout.splitlines():
         if line.startswith("ref: refs/heads/") and line.endswith("\tHEAD"):
@@ -364,8 +350,6 @@ def ask_remote_head_branch(git: Git, remote: str, timeout: float) -> str | None:
 def fetch_branch(git: Git, remote: str, branch: str, timeout: float,
                  progress: bool = False) -> str | None:
     """Best-effort fetch of one branch; returns a warning or None on success."""
-    import subprocess  # lazily: commands that spawn nothing skip it
-
     refspec = f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}"
     try:
         result = git.run(
@@ -373,7 +357,7 @@ def fetch_branch(git: Git, remote: str, branch: str, timeout: float,
             "--no-write-fetch-head", remote, refspec,
             check=False, timeout=timeout, new_session=True, show_progress=progress,
         )
-    except subprocess.TimeoutExpired:
+    except TimedOut:
         return f"fetching {remote}/{branch} timed out after {timeout:g} s"
     if result.returncode != 0:
         return f"fetching {remote}/{branch} failed: {first_line(result.stderr)}"

@@ -11,7 +11,6 @@ import json
 import os
 import time
 from collections.abc import Callable
-from typing import NamedTuple
 
 from .errors import HeldError, InvalidName, VwtError
 from .faults import checkpoint
@@ -43,6 +42,7 @@ from .remove import (
     target_for,
     tidy_claim_folders,
 )
+from .tuples import NamedTuple
 from .worktrees import (
     BROKEN,
     MISSING,

@@ -12,7 +12,6 @@ import re
 import stat
 from collections.abc import Callable, Sequence
 from contextlib import suppress
-from typing import NamedTuple
 
 from . import git as g
 from .errors import HeldError, ValidationFailed, VwtError
@@ -20,6 +19,7 @@ from .faults import checkpoint
 from .layout import Claim, Root, ensure_dir, rmdir_if_empty, unlink_if_exists
 from .locks import REMOVING, Holder, acquire_holder
 from .records import Record, Recovery, utc_now, write_recovery
+from .tuples import NamedTuple
 from .worktrees import (
     MISSING,
     RESERVED,

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import NamedTuple
 
 from . import git as g
 from .errors import NotFound, ValidationFailed
 from .layout import (
+    HOLDERS,
+    RECORD,
+    RECOVERY,
     Claim,
     Root,
     assert_real_directories,
@@ -17,6 +19,7 @@ from .layout import (
     first_planted,
 )
 from .records import CorruptRecord, Record, Recovery, read_record, read_recovery
+from .tuples import NamedTuple
 
 READY = "ready"
 RESERVED = "reserved"
@@ -76,28 +79,32 @@ class Entry(NamedTuple):
 
 
 def load_entry(claim: Claim, parents_checked: bool = False,
-               checkout_seen: bool | None = None) -> Entry | None:
+               checkout_seen: bool | None = None, with_recovery: bool = True) -> Entry | None:
     """The claim's entry, or None when it has neither a record nor a recovery record.
 
     A symlink planted anywhere from the root to the claim folder makes it `broken`:
     its files are not ours, and nothing is ever deleted on their strength.
+    `with_recovery=False` skips the rare recovery.json beside a record (listing needs
+    only the record).
     """
-    planted = _planted_link(claim, parents_checked)
+    planted = None if parents_checked else _planted_link(claim)
     if planted:
         return Entry(claim, None, None, f"{planted} is not a real directory; not touching it",
                      False)
+    folder = claim.folder
     # Opening each file and failing is cheaper than listing the folder first.
     record = recovery = None
     problem = None
     try:
-        record = read_record(claim.record_path, claim.name)
+        record = read_record(f"{folder}/{RECORD}", claim.name)
     except (FileNotFoundError, NotADirectoryError):
         pass
     except (CorruptRecord, OSError) as exc:
         problem = f"record.json is unreadable: {exc}"
+    recovery_path = f"{folder}/{RECOVERY}"
     try:
-        if record is None or os.path.lexists(claim.recovery_path):  # rare beside a record
-            recovery = read_recovery(claim.recovery_path, claim.name)
+        if record is None or (with_recovery and os.path.lexists(recovery_path)):
+            recovery = read_recovery(recovery_path, claim.name)
     except (FileNotFoundError, NotADirectoryError):
         pass
     except (CorruptRecord, OSError) as exc:
@@ -105,20 +112,18 @@ def load_entry(claim: Claim, parents_checked: bool = False,
             problem = problem or f"recovery.json is unreadable: {exc}"
     if record is None and recovery is None and problem is None:
         return None
-    return Entry(claim, record, recovery, problem, os.path.lexists(claim.holders_dir),
-                 checkout_seen)
+    has_holders = os.access(f"{folder}/{HOLDERS}", os.F_OK, follow_symlinks=False)
+    return Entry(claim, record, recovery, problem, has_holders, checkout_seen)
 
 
-def _planted_link(claim: Claim, parents_checked: bool) -> str | None:
+def _planted_link(claim: Claim) -> str | None:
     """The first folder from `.claims` down to the claim's folder that is not a real one."""
-    if parents_checked:
-        return None
     return first_planted(
         (claim.root.claims, f"{claim.root.claims}/{claim.bucket}", claim.folder)
     )
 
 
-def entries(root: Root, buckets: list[str]) -> list[Entry]:
+def entries(root: Root, buckets: list[str], with_recovery: bool = True) -> list[Entry]:
     """Every entry of these buckets (symlinked buckets and claim folders are skipped)."""
     found = []
     if os.path.islink(root.claims):
@@ -129,7 +134,7 @@ def entries(root: Root, buckets: list[str]) -> list[Entry]:
         except (FileNotFoundError, NotADirectoryError):
             checkouts = set()
         for claim in root.claims_in(bucket):  # only real folders: symlinks are skipped
-            entry = load_entry(claim, True, claim.name in checkouts)
+            entry = load_entry(claim, True, claim.name in checkouts, with_recovery)
             if entry is not None:
                 found.append(entry)
     return found

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vibe_worktree.records import parse_timestamp, utc_now
+from vibe_worktree.records import check_timestamp, parse_timestamp, utc_now
 
 
 @settings(max_examples=2000, deadline=None)
@@ -23,9 +23,20 @@ def test_fast_parse_matches_datetime(moment: datetime) -> None:
 
 
 def test_invalid_dates_are_refused() -> None:
-    for text in ("2026-02-30T00:00:00Z", "2023-02-29T00:00:00Z", "2026-13-01T00:00:00Z", "soon"):
+    for text in ("2026-02-30T00:00:00Z", "2023-02-29T00:00:00Z", "2026-13-01T00:00:00Z",
+                 "2026-04-31T00:00:00Z", "2026-01-01T24:00:00Z", "2026-01-01T00:60:00Z",
+                 "2026-01-01T00:00:60Z", "2026-00-10T00:00:00Z", "soon", ""):
         with pytest.raises(ValueError):
             parse_timestamp(text)
+        with pytest.raises(ValueError):
+            check_timestamp(text)
+
+
+def test_leap_days_and_month_ends_are_accepted() -> None:
+    for text in ("2024-02-29T00:00:00Z", "2000-02-29T12:00:00.5Z", "2026-01-31T23:59:59Z",
+                 "2026-04-30T00:00:00+00:00"):
+        check_timestamp(text)
+        assert parse_timestamp(text) > 0
 
 
 def test_zone_less_and_offset_stamps_still_parse() -> None:
