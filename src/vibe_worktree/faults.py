@@ -8,11 +8,12 @@ a checkpoint costs one dictionary lookup.
 from __future__ import annotations
 
 import os
-import signal
 
 _TARGET = os.environ.get("VWT_CRASH_AT")
 
 
 def checkpoint(step: str) -> None:
     if _TARGET is not None and step == _TARGET:
+        import signal  # only here: importing it costs start-up time
+
         os.kill(os.getpid(), signal.SIGKILL)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import cache
 
 from .errors import InvalidName
 
@@ -20,9 +21,6 @@ _RESERVED_DEVICES = frozenset(
 _STOP_WORDS = frozenset(
     ["a", "an", "and", "at", "for", "in", "is", "it", "me", "my", "of", "on", "the", "to", "with"]
 )
-_NON_SLUG = re.compile(r"[^a-z0-9]+")
-_UNPORTABLE = re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f-\x9f]')  # forbidden or control characters
-
 _ADJECTIVES = (
     "amber brisk calm clever cosmic crisp daring eager fuzzy gentle golden happy humble "
     "jolly keen lively lucky mellow nimble plucky quick quiet rapid shiny silent snappy "
@@ -33,6 +31,11 @@ _NOUNS = (
     "meadow narwhal otter panda pebble puffin quokka raven river robin salmon sparrow "
     "spruce tiger walrus willow wombat"
 ).split()
+
+
+@cache  # compiled on first use, not at import: start-up time
+def _unportable() -> re.Pattern[str]:
+    return re.compile(r'[<>:"/\\|?*\x00-\x1f\x7f-\x9f]')  # forbidden or control characters
 
 
 def _is_control(char: str) -> bool:
@@ -54,7 +57,7 @@ def path_segment_problem(name: str) -> str | None:
         return "it is '.' or '..'"
     if len(name) > MAX_NAME_LENGTH:
         return f"it is longer than {MAX_NAME_LENGTH} characters"
-    if _UNPORTABLE.search(name):
+    if _unportable().search(name):
         bad = sorted({c for c in name if c in _FORBIDDEN_CHARS})
         if bad:
             return f"it contains {''.join(bad)!r}"
@@ -117,7 +120,7 @@ def slugify(prompt: str) -> str:
     import unicodedata  # only auto-naming pays for it
 
     ascii_text = unicodedata.normalize("NFKD", prompt).encode("ascii", "ignore").decode()
-    words = [w for w in _NON_SLUG.split(ascii_text.lower()) if w][:MAX_SLUG_WORDS]
+    words = [w for w in re.split(r"[^a-z0-9]+", ascii_text.lower()) if w][:MAX_SLUG_WORDS]
     kept: list[str] = []
     for word in words:
         if len("-".join([*kept, word])) > MAX_SLUG_LENGTH:

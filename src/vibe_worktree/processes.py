@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import fcntl
 import os
-import signal
 import time
 
 from .tuples import NamedTuple
 
+try:  # the C module: `signal` itself builds its enums, about 1 ms of start-up
+    from _signal import SIGKILL, SIGPIPE, SIGXFSZ  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - other Pythons
+    from signal import SIGKILL, SIGPIPE, SIGXFSZ
+
 _READ_SIZE = 1 << 16
 # Python ignores SIGPIPE; a child must not inherit that (git would report EPIPE errors
 # instead of quietly stopping when its reader goes away).
-_DEFAULT_SIGNALS = tuple(
-    getattr(signal, name) for name in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, name)
-)
+_DEFAULT_SIGNALS = (SIGPIPE, SIGXFSZ)
 
 
 class TimedOut(Exception):
@@ -167,9 +169,9 @@ class Process:
             return
         try:
             if self._own_group:
-                os.killpg(self.pid, signal.SIGKILL)
+                os.killpg(self.pid, SIGKILL)
             else:
-                os.kill(self.pid, signal.SIGKILL)
+                os.kill(self.pid, SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
         self.wait()

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import time
+from functools import cache
 
 from .names import path_segment_problem
 from .tuples import NamedTuple
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
 VERSION = 1
 MAX_RECORD_BYTES = 1 << 20
 _CHUNK = 1 << 14
-_OID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 
 
 class CorruptRecord(Exception):
@@ -38,10 +38,15 @@ def utc_now() -> str:
 
 # The form we and Vibe write, parsed without importing datetime (start-up time). The
 # pattern checks the ranges itself, so only days 29 to 31 need a look at the calendar.
-_UTC_STAMP = re.compile(
-    r"(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):([0-5]\d):([0-5]\d)"
-    r"(?:\.(\d{1,6}))?(?:Z|\+00:00)"
-)
+_HEX_DIGITS = "0123456789abcdef"
+
+
+@cache  # compiled on first use: `vwt new` never reads a timestamp
+def _utc_stamp_pattern() -> re.Pattern[str]:
+    return re.compile(
+        r"(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):([0-5]\d):([0-5]\d)"
+        r"(?:\.(\d{1,6}))?(?:Z|\+00:00)"
+    )
 
 
 def _days_from_civil(year: int, month: int, day: int) -> int:
@@ -61,7 +66,7 @@ def _month_days(year: int, month: int) -> int:
 
 
 def _utc_stamp(text: str) -> re.Match[str] | None:
-    match = _UTC_STAMP.fullmatch(text)
+    match = _utc_stamp_pattern().fullmatch(text)
     if match and match[3] > "28" and int(match[3]) > _month_days(int(match[1]), int(match[2])):
         return None
     return match
@@ -234,7 +239,7 @@ def _oid_or_none(data: dict[str, Any], key: str) -> str | None:
     value = data.get(key)
     if value is None:
         return None
-    if not isinstance(value, str) or not _OID.fullmatch(value):
+    if not isinstance(value, str) or len(value) not in (40, 64) or value.strip(_HEX_DIGITS):
         raise CorruptRecord(f"{key!r} is not a commit id")
     return value
 
