@@ -161,46 +161,45 @@ class Probe(NamedTuple):
 
     info: RepoInfo
     head: str | None  # None when the repository has no commit yet
-    refs: dict[str, str]  # refname -> commit, for the branch patterns asked about
+    refs: dict[str, str]  # refname -> commit: the branch patterns asked about, HEAD's branch
     remote_heads: dict[str, tuple[str, str]]  # remote -> (default branch, its commit)
     remotes: list[str]
     from_commit: str | None
 
 
 def probe(cwd: str, branch_patterns: Sequence[str], from_ref: str | None) -> Probe:
-    """Discovery, HEAD, wanted branches, remotes and `--from` in one round of processes."""
+    """Discovery, HEAD, wanted branches, remotes and `--from` in one round of processes.
+
+    In the plain layouts, discovery and HEAD come from the files (two processes fewer
+    to start: a small `vwt new` is a few git processes in all).
+    """
     git = Git(cwd)
+    info = discover_without_git(cwd)
+    head_file = _head_without_git(info) if info else None
+    refs_wanted = [*branch_patterns, "refs/remotes/*/HEAD"]
+    if head_file and head_file.startswith("refs/"):
+        refs_wanted.append(head_file)
     started = [
-        # HEAD last: in a repository without commits only that line is missing
-        git.start("rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel",
-                  "HEAD"),
-        git.start(
-            "for-each-ref", "--format=%(refname)%00%(objectname)%00%(symref)",
-            *branch_patterns, "refs/remotes/*/HEAD",
-        ),
+        git.start("for-each-ref", "--format=%(refname)%00%(objectname)%00%(symref)",
+                  *refs_wanted),
         git.start("remote"),
     ]
+    if head_file is None:
+        # HEAD last: in a repository without commits only that line is missing
+        started.append(git.start("rev-parse", "--path-format=absolute", "--git-common-dir",
+                                 "--show-toplevel", "HEAD"))
     if from_ref:
-        commit_of_from = f"{from_ref}^{{commit}}"
         started.append(git.start("rev-parse", "--verify", "--quiet", "--end-of-options",
-                                 commit_of_from))
-    where, refs, remote, *rest = [finish(p) for p in started]
-    lines = where.stdout.splitlines()
-    head = lines[2] if where.returncode == 0 and len(lines) > 2 else None
-    if where.returncode != 0 and len(lines) >= 2 and all(map(os.path.isabs, lines[:2])):
-        where = Finished(where.args, 0, "\n".join(lines[:2]), where.stderr)
-    info = _repo_info(git, where)
-    branches: dict[str, str] = {}
-    remote_heads: dict[str, tuple[str, str]] = {}
-    for line in refs.stdout.splitlines():
-        name, oid, symref = [*line.split("\0"), "", ""][:3]
-        if name.startswith("refs/remotes/") and name.endswith("/HEAD"):
-            remote_name = name[len("refs/remotes/"):-len("/HEAD")]
-            prefix = f"refs/remotes/{remote_name}/"
-            if symref.startswith(prefix):
-                remote_heads[remote_name] = (symref[len(prefix):], oid)
-        elif name:
-            branches[name] = oid
+                                 f"{from_ref}^{{commit}}"))
+    refs, remote, *rest = [finish(p) for p in started]
+    if head_file is None:
+        info, head = _info_and_head(git, rest.pop(0))  # NotARepository first
+    if refs.returncode != 0:  # such as a repository git refuses (safe.directory)
+        raise GitFailed(f"git for-each-ref failed: {first_line(refs.stderr)}")
+    branches, remote_heads = _parse_refs(refs.stdout)
+    if head_file is not None:
+        head = branches.get(head_file) if head_file.startswith("refs/") else head_file
+    assert info is not None
     from_commit = None
     if from_ref:
         from_commit = rest[0].stdout.strip() if rest[0].returncode == 0 else None
@@ -210,6 +209,30 @@ def probe(cwd: str, branch_patterns: Sequence[str], from_ref: str | None) -> Pro
         info, head, branches,
         remote_heads, [r for r in remote.stdout.splitlines() if r], from_commit,
     )
+
+
+def _parse_refs(text: str) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+    """for-each-ref lines: refname -> commit, and remote -> (default branch, its commit)."""
+    branches: dict[str, str] = {}
+    remote_heads: dict[str, tuple[str, str]] = {}
+    for line in text.splitlines():
+        name, oid, symref = [*line.split("\0"), "", ""][:3]
+        if name.startswith("refs/remotes/") and name.endswith("/HEAD"):
+            remote_name = name[len("refs/remotes/"):-len("/HEAD")]
+            prefix = f"refs/remotes/{remote_name}/"
+            if symref.startswith(prefix):
+                remote_heads[remote_name] = (symref[len(prefix):], oid)
+        elif name:
+            branches[name] = oid
+    return branches, remote_heads
+
+
+def _info_and_head(git: Git, where: Finished) -> tuple[RepoInfo, str | None]:
+    lines = where.stdout.splitlines()
+    head = lines[2] if where.returncode == 0 and len(lines) > 2 else None
+    if where.returncode != 0 and len(lines) >= 2 and all(map(os.path.isabs, lines[:2])):
+        where = Finished(where.args, 0, "\n".join(lines[:2]), where.stderr)
+    return _repo_info(git, where), head
 
 
 def discover(cwd: str) -> RepoInfo:
@@ -273,6 +296,29 @@ def _linked_worktree_info(toplevel: str, dotgit: str) -> RepoInfo | None:
     if os.path.dirname(admin) != f"{common}/worktrees" or os.path.basename(common) != ".git":
         return None  # a submodule, a bare repository's worktree, a separate git dir: ask git
     return RepoInfo(os.path.dirname(common), common, toplevel)
+
+
+def _head_without_git(info: RepoInfo) -> str | None:
+    """What HEAD of the worktree at `info.toplevel` holds: the ref it names, or its
+    commit when detached; None when unsure (git is asked instead)."""
+    dotgit = f"{info.toplevel}/.git"
+    try:
+        if os.path.isdir(dotgit) and not os.path.islink(dotgit):
+            git_dir = dotgit
+        else:
+            with open(dotgit, encoding="utf-8") as handle:
+                git_dir = os.path.join(info.toplevel, handle.read(4096).strip()[len("gitdir: "):])
+        with open(f"{git_dir}/HEAD", encoding="utf-8") as handle:
+            text = handle.read(4096).strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if text.startswith("ref: refs/"):
+        ref = text[len("ref: "):]
+        # reftable keeps a placeholder in the HEAD file; the real HEAD is in the table
+        return None if ref == "refs/heads/.invalid" else ref
+    if len(text) in (40, 64) and not text.strip("0123456789abcdef"):
+        return text
+    return None
 
 
 def _repo_info(git: Git, result: Finished) -> RepoInfo:

@@ -358,3 +358,37 @@ def test_plain_git_worktree_of_the_repository_shares_its_bucket(repo, vwt, sandb
     result = vwt.new("from-side", cwd=side)
     assert result["bucket"] == repo.bucket
     assert result["repo_root"] == str(repo.path)
+
+
+# -- the start point, read from the files in the plain layouts, asked of git otherwise --------
+def test_detached_head_is_the_start_point(repo, vwt):
+    first = repo.git("rev-list", "--max-parents=0", "HEAD").strip()
+    repo.git("checkout", "-q", "--detach", first)
+    assert vwt.new("from-detached", "--no-fetch")["base_commit"] == first
+
+
+def test_inside_a_worktree_its_own_head_is_the_start_point(repo, vwt):
+    inner_path = vwt.new("outer", "--no-fetch")["path"]
+    repo.git("commit", "-q", "--allow-empty", "-m", "only on outer", cwd=inner_path)
+    outer_tip = repo.head(cwd=inner_path)
+    assert outer_tip != repo.head()
+    made = vwt.new("nested-start", "--no-fetch", cwd=inner_path)
+    assert made["base_commit"] == outer_tip
+    assert made["repo_root"] == str(repo.path)
+
+
+def test_head_on_an_unborn_branch_is_refused_with_a_clear_error(repo, vwt):
+    repo.git("checkout", "-q", "--orphan", "fresh")
+    repo.git("rm", "-rq", "--cached", ".")
+    result = vwt("new", "from-unborn", "--no-fetch", cwd=repo.path)
+    assert_error(result, 1)
+    assert "no commits" in result.err
+
+
+def test_a_leaked_git_dir_does_not_redirect_discovery(repo, vwt, make_repo):
+    # a hook's GIT_DIR or a stray export must not make vwt act on another repository
+    other = make_repo("other")
+    made = vwt.new("stays-here", "--no-fetch", cwd=repo.path,
+                   env_extra={"GIT_DIR": str(other.path / ".git")})
+    assert made["repo_root"] == str(repo.path)
+    assert made["base_commit"] == repo.head()
