@@ -123,17 +123,13 @@ class WorktreeStatus(NamedTuple):
 def _listed(entry: Entry, holders: int) -> Listed:
     record, recovery = entry.record, entry.recovery
     source = record or recovery
-    claim = entry.claim
-    if source is None:
-        return Listed(entry.name, None, claim.checkout, claim.bucket, None, None, None, None,
-                      entry.state, holders, problem=entry.problem)
     return Listed(  # positionally: a listing builds a thousand of these
         entry.name,
-        source.branch,
-        claim.checkout,
-        claim.bucket,
-        source.repo_root,
-        source.base_commit,
+        source.branch if source else None,
+        entry.claim.checkout,
+        entry.claim.bucket,
+        source.repo_root if source else None,
+        source.base_commit if source else None,
         record.branch_created if record else None,
         record.claimed_at if record else None,
         entry.state,

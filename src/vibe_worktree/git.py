@@ -100,8 +100,7 @@ class Git(NamedTuple):
         process = self.start(*args, env=env, input=input,
                              new_session=new_session or timeout is not None,
                              capture_stderr=not show_progress)
-        out, err = process.communicate(timeout)
-        result = Finished(process.args, process.wait(), out, err)
+        result = finish(process, timeout)
         if check and result.returncode != 0:
             why = first_line(result.stderr) if not show_progress else "see git's message above"
             raise GitFailed(f"git {args[0]} failed: {why}")
@@ -143,8 +142,9 @@ class RepoInfo(NamedTuple):
     toplevel: str  # top level of the working tree we were called from
 
 
-def finish(process: Process) -> Finished:
-    out, err = process.communicate()
+def finish(process: Process, timeout: float | None = None) -> Finished:
+    """Wait for a started git; TimedOut after `timeout` seconds."""
+    out, err = process.communicate(timeout)
     return Finished(process.args, process.wait(), out, err)
 
 

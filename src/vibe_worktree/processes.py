@@ -89,9 +89,7 @@ class Process:
             self.pid = os.posix_spawn(program, args, env, file_actions=actions,
                                       setsid=new_session, setsigdef=_DEFAULT_SIGNALS)
         except BaseException:
-            for fd in (self._stdin, self._stdout, self._stderr):
-                if fd is not None:
-                    os.close(fd)
+            self._close_all()
             raise
         finally:
             for fd in child_ends:
@@ -101,6 +99,7 @@ class Process:
         """Feed the input, read both outputs to the end, wait; raise TimedOut."""
         deadline = None if timeout is None else time.monotonic() + timeout
         out_fd, err_fd = self._stdout, self._stderr
+        assert out_fd is not None, "communicate() runs once"
         chunks: dict[int, list[bytes]] = {fd: [] for fd in (out_fd, err_fd) if fd is not None}
         try:
             self._pump(chunks, deadline)
@@ -110,8 +109,8 @@ class Process:
             raise
         finally:
             self._close_all()
-        out, err = (b"".join(chunks.get(fd, [])) if fd is not None else b""
-                    for fd in (out_fd, err_fd))
+        out = b"".join(chunks[out_fd])
+        err = b"".join(chunks[err_fd]) if err_fd is not None else b""
         return out.decode("utf-8", "surrogateescape"), err.decode("utf-8", "surrogateescape")
 
     def _pump(self, chunks: dict[int, list[bytes]], deadline: float | None) -> None:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 VERSION = 1
 MAX_RECORD_BYTES = 1 << 20
 _CHUNK = 1 << 14
+_HEX_DIGITS = "0123456789abcdef"
 
 
 class CorruptRecord(Exception):
@@ -38,9 +39,6 @@ def utc_now() -> str:
 
 # The form we and Vibe write, parsed without importing datetime (start-up time). The
 # pattern checks the ranges itself, so only days 29 to 31 need a look at the calendar.
-_HEX_DIGITS = "0123456789abcdef"
-
-
 @cache  # compiled on first use: `vwt new` never reads a timestamp
 def _utc_stamp_pattern() -> re.Pattern[str]:
     return re.compile(

@@ -8,9 +8,6 @@ import stat
 from . import git as g
 from .errors import NotFound, ValidationFailed
 from .layout import (
-    HOLDERS,
-    RECORD,
-    RECOVERY,
     Claim,
     Root,
     assert_real_directories,
@@ -91,20 +88,18 @@ def load_entry(claim: Claim, parents_checked: bool = False,
     if planted:
         return Entry(claim, None, None, f"{planted} is not a real directory; not touching it",
                      False)
-    folder = claim.folder
     # Opening each file and failing is cheaper than listing the folder first.
     record = recovery = None
     problem = None
     try:
-        record = read_record(f"{folder}/{RECORD}", claim.name)
+        record = read_record(claim.record_path, claim.name)
     except (FileNotFoundError, NotADirectoryError):
         pass
     except (CorruptRecord, OSError) as exc:
         problem = f"record.json is unreadable: {exc}"
-    recovery_path = f"{folder}/{RECOVERY}"
     try:
-        if record is None or (with_recovery and os.path.lexists(recovery_path)):
-            recovery = read_recovery(recovery_path, claim.name)
+        if record is None or (with_recovery and os.path.lexists(claim.recovery_path)):
+            recovery = read_recovery(claim.recovery_path, claim.name)
     except (FileNotFoundError, NotADirectoryError):
         pass
     except (CorruptRecord, OSError) as exc:
@@ -112,7 +107,7 @@ def load_entry(claim: Claim, parents_checked: bool = False,
             problem = problem or f"recovery.json is unreadable: {exc}"
     if record is None and recovery is None and problem is None:
         return None
-    has_holders = os.access(f"{folder}/{HOLDERS}", os.F_OK, follow_symlinks=False)
+    has_holders = os.access(claim.holders_dir, os.F_OK, follow_symlinks=False)
     return Entry(claim, record, recovery, problem, has_holders, checkout_seen)
 
 
