@@ -72,6 +72,8 @@ SNAPSHOT_IDENTITY = "vibe-worktree <vwt@localhost>"
 _SCRUBBED = (
     "VIBE_HOME",
     "VIBE_WORKTREE_LIMIT",
+    "VWT_CRASH_AT",
+    "VWT_HOLDER_ID",
     "GIT_DIR",
     "GIT_WORK_TREE",
     "GIT_INDEX_FILE",
@@ -87,10 +89,46 @@ _SCRUBBED = (
     "GIT_CONFIG",
     "GIT_CONFIG_PARAMETERS",
     "GIT_CONFIG_COUNT",
+    "GIT_SSH_COMMAND",
+    "GIT_SSH",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
     "EMAIL",
     "XDG_CONFIG_HOME",
     "PYTHONSTARTUP",
 )
+
+# The global git config of every sandbox (this suite's and the safety suite's).
+SANDBOX_GITCONFIG = textwrap.dedent(
+    """\
+    [user]
+    \tname = Test User
+    \temail = test@example.com
+    [init]
+    \tdefaultBranch = main
+    [advice]
+    \tdetachedHead = false
+    [protocol "file"]
+    \tallow = always
+    """
+)
+
+
+def sandbox_env(tmp: Path, home: Path, vibe_home: Path, gitconfig: Path) -> dict[str, str]:
+    """The developer's environment without what would leak in, pointed at the sandbox."""
+    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
+    env.update(
+        HOME=str(home),
+        VIBE_HOME=str(vibe_home),
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=str(gitconfig),
+        GIT_CEILING_DIRECTORIES=str(tmp),
+        LC_ALL="C.UTF-8",
+        LANG="C.UTF-8",
+        PYTHONDONTWRITEBYTECODE="1",
+        SHELL="/bin/sh",
+    )
+    return env
 
 
 def utc_z(moment: dt.datetime | None = None) -> str:
@@ -154,34 +192,9 @@ def sandbox(tmp_path: Path) -> Sandbox:
     home.mkdir()
     vibe_home = tmp / "vibe"
     gitconfig = tmp / "gitconfig"
-    gitconfig.write_text(
-        textwrap.dedent(
-            """\
-            [user]
-            \tname = Test User
-            \temail = test@example.com
-            [init]
-            \tdefaultBranch = main
-            [advice]
-            \tdetachedHead = false
-            [protocol "file"]
-            \tallow = always
-            """
-        )
-    )
-    env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
-    env.update(
-        HOME=str(home),
-        VIBE_HOME=str(vibe_home),
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_CONFIG_GLOBAL=str(gitconfig),
-        GIT_CEILING_DIRECTORIES=str(tmp),
-        GIT_TERMINAL_PROMPT="0",
-        LC_ALL="C.UTF-8",
-        LANG="C.UTF-8",
-        PYTHONDONTWRITEBYTECODE="1",
-        SHELL="/bin/sh",
-    )
+    gitconfig.write_text(SANDBOX_GITCONFIG)
+    env = sandbox_env(tmp, home, vibe_home, gitconfig)
+    env["GIT_TERMINAL_PROMPT"] = "0"
     outside = tmp / "outside"
     outside.mkdir()
     return Sandbox(tmp, home, vibe_home, gitconfig, env, default_cwd=outside)

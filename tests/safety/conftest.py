@@ -13,15 +13,12 @@ executable.  ``check_state`` is the consistency oracle used after every crash an
 
 from __future__ import annotations
 
-import datetime as dt
 import fcntl
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -30,28 +27,10 @@ from typing import Any
 
 import pytest
 
-VWT = os.environ.get("VWT_BIN") or str(Path(sys.executable).with_name("vwt"))
-if not Path(VWT).exists():  # pragma: no cover
-    VWT = shutil.which("vwt") or "/work/main/.venv/bin/vwt"
+from conftest import SANDBOX_GITCONFIG, minutes_ago, sandbox_env
+from conftest import VWT_BIN as VWT
 
 SPEC_EXIT_CODES = {0, 1, 2, 3, 4}
-
-_SCRUB = (
-    "VIBE_HOME", "VIBE_WORKTREE_LIMIT", "VWT_CRASH_AT", "VWT_HOLDER_ID", "GIT_DIR",
-    "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS",
-    "GIT_CONFIG_COUNT", "GIT_SSH_COMMAND", "GIT_SSH", "GIT_ASKPASS", "SSH_ASKPASS",
-    "XDG_CONFIG_HOME", "EMAIL", "PYTHONSTARTUP",
-)
-
-
-def utc_z(moment: dt.datetime | None = None) -> str:
-    moment = moment or dt.datetime.now(dt.UTC)
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def minutes_ago(minutes: float) -> str:
-    return utc_z(dt.datetime.now(dt.UTC) - dt.timedelta(minutes=minutes))
 
 
 def is_locked(path: Path) -> bool:
@@ -105,23 +84,9 @@ class Sandbox:
         self.markers = tmp / "markers"
         self.markers.mkdir()
         self.gitconfig = tmp / "gitconfig"
-        self.gitconfig.write_text(textwrap.dedent("""\
-            [user]
-            \tname = Test User
-            \temail = test@example.com
-            [init]
-            \tdefaultBranch = main
-            [advice]
-            \tdetachedHead = false
-            [protocol "file"]
-            \tallow = always
-            """))
-        env = {k: v for k, v in os.environ.items() if k not in _SCRUB}
-        env.update(
-            HOME=str(self.home), VIBE_HOME=str(self.vibe_home), GIT_CONFIG_NOSYSTEM="1",
-            GIT_CONFIG_GLOBAL=str(self.gitconfig), GIT_CEILING_DIRECTORIES=str(tmp),
-            LC_ALL="C.UTF-8", LANG="C.UTF-8", PYTHONDONTWRITEBYTECODE="1", SHELL="/bin/sh",
-        )
+        self.gitconfig.write_text(SANDBOX_GITCONFIG)
+        # no GIT_TERMINAL_PROMPT here: the suite proves vwt sets it itself
+        env = sandbox_env(tmp, self.home, self.vibe_home, self.gitconfig)
         self.env = env
 
     # ---------------------------------------------------------------- running things
