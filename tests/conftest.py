@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -518,14 +519,57 @@ def _json_requested(args: Sequence[str]) -> bool:
 
 
 def check_universal_contract(result: Result) -> None:
-    """What holds for every invocation: no traceback; --json gives one document or nothing."""
+    """What holds for every invocation: no traceback; --json gives one document or nothing,
+    and that document matches its command's JSON Schema."""
     assert "Traceback" not in result.err, str(result)
     assert "Traceback" not in result.out, str(result)
-    if _json_requested(result.args):
-        if result.code in (0, 3, 4):
-            result.json()  # exactly one JSON document, nothing else on stdout
-        elif result.out.strip():
-            result.json()
+    if _json_requested(result.args) and (result.code in (0, 3, 4) or result.out.strip()):
+        # exactly one JSON document, nothing else on stdout
+        assert_matches_schema(command_of(result.args), result.json())
+
+
+def command_of(args: Sequence[str]) -> str | None:
+    """The subcommand of a vwt command line (global options come first)."""
+    words = iter(args)
+    for word in words:
+        if word in ("--home", "-C"):
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def assert_matches_schema(schema_name: str | None, document: Any) -> None:
+    """`document` is valid against the shipped schema `schema_name` (when there is one: a
+    separate test requires one for every command that prints JSON)."""
+    from jsonschema.exceptions import ValidationError
+
+    if schema_name not in _schema_names():
+        return
+    try:
+        _schema_validator(schema_name).validate(document)
+    except ValidationError as exc:
+        raise AssertionError(
+            f"the JSON of {schema_name} does not match src/vibe_worktree/schemas/"
+            f"{schema_name}.json at {exc.json_path}: {exc.message} (a new or changed field "
+            f"needs its schema updated too)\n{json.dumps(document, indent=2)}"
+        ) from None
+
+
+@functools.cache
+def _schema_names() -> frozenset[str]:
+    from vibe_worktree import schema
+
+    return frozenset(schema.names())
+
+
+@functools.cache
+def _schema_validator(schema_name: str) -> Any:
+    from jsonschema import Draft202012Validator
+
+    from vibe_worktree import schema
+
+    return Draft202012Validator(schema.load(schema_name))
 
 
 class Vwt:

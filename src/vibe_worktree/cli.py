@@ -242,6 +242,11 @@ def _prune_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="report the plan, change nothing")
 
 
+def _schema_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", nargs="?", metavar="NAME",
+                   help="a command (new, list, ...) or mcp-TOOL; without it, list the names")
+
+
 def _no_args(p: argparse.ArgumentParser) -> None:
     pass
 
@@ -497,6 +502,14 @@ def cmd_prune(wt: Worktrees, ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_schema(_wt: Worktrees, ns: argparse.Namespace) -> int:
+    from . import schema
+
+    sys.stdout.write(schema.text(ns.name) if ns.name is not None else "".join(
+        f"{name}\n" for name in schema.names()))
+    return EXIT_OK
+
+
 def cmd_mcp(wt: Worktrees, ns: argparse.Namespace) -> int:
     try:
         from .mcp_server import serve
@@ -530,6 +543,8 @@ SUBCOMMANDS: dict[str, tuple[str, Any, Any, bool]] = {
                    cmd_shell_init, _shell_init_args, False),
     "skill": ("install or show the agent skill (SKILL.md) for Claude Code or Mistral Vibe",
               cmd_skill, _skill_args, True),
+    "schema": ("print the JSON Schema of a command's --json document, or list them",
+               cmd_schema, _schema_args, False),
 }
 COMPLETE = "__complete"
 

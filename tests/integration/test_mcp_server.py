@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from conftest import assert_matches_schema
+
 from .vwt_support import VWT, Box
 
 mcp = pytest.importorskip("mcp")
@@ -30,12 +32,14 @@ def with_client(box: Box, body: Callable[[Client], Awaitable[None]]) -> None:
 
 
 async def call(client: Client, tool: str, **arguments: Any) -> Any:
-    """The tool's JSON text result, parsed; asserts the text and structured forms agree."""
+    """The tool's JSON text result, parsed; asserts the text and structured forms agree and
+    match the tool's shipped schema."""
     result = await client.call_tool(tool, arguments)
     assert not result.is_error, result.content
     data = json.loads(result.content[0].text)
     structured = data if isinstance(data, dict) else {"worktrees": data}
     assert result.structured_content == structured
+    assert_matches_schema(f"mcp-{tool}", result.structured_content)
     return data
 
 
@@ -141,6 +145,34 @@ def test_snapshot_and_prune(box: Box) -> None:
     with_client(box, body)
     box.new("other")
     assert box.ok("prune", "--keep", "0", "--json").json()["removed"]
+
+
+def test_every_tool_result_matches_its_schema(box: Box) -> None:
+    seen: set[str] = set()
+
+    async def checked(client: Client, tool: str, **arguments: Any) -> Any:
+        seen.add(tool)
+        return await call(client, tool, **arguments)
+
+    async def body(client: Client) -> None:
+        created = await checked(client, "create", name="tour")
+        await checked(client, "list")
+        await checked(client, "list", status=False)
+        await checked(client, "status", name="tour")
+        await checked(client, "snapshot", name="tour")
+        with open(f"{created['path']}/notes.txt", "w") as handle:
+            handle.write("unsaved\n")
+        assert (await checked(client, "remove", name="tour"))["message"]
+        await checked(client, "remove", name="tour", confirm=True)
+        await checked(client, "restore", name="tour")
+        await checked(client, "prune", keep=0, dry_run=True)
+        missing = await client.call_tool("remove", {"name": "nobody"})
+        assert missing.is_error
+        assert_matches_schema("mcp-remove", missing.structured_content)
+        tools = {t.name for t in (await client.list_tools()).tools}
+        assert seen == tools
+
+    with_client(box, body)
 
 
 def test_errors_are_tool_errors_with_the_cli_message(box: Box) -> None:
