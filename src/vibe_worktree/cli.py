@@ -156,12 +156,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     def formatter(prog: str) -> argparse.HelpFormatter:
         # A fixed width: argparse would otherwise import shutil (and bz2, lzma) for it.
-        return argparse.HelpFormatter(prog, width=width)
+        # Raw: the examples of the epilog keep their lines.
+        return argparse.RawDescriptionHelpFormatter(prog, width=width)
 
     parser = argparse.ArgumentParser(
         prog="vwt",
         description="One isolated git worktree per coding session, cleaned up without losing work.",
-        formatter_class=formatter,
+        epilog=_examples(EXAMPLES[None]), formatter_class=formatter,
     )
     parser.add_argument("--version", "-V", action="version", version=f"vwt {__version__}")
     parser.add_argument("--home", metavar="DIR", help="vibe home (default $VIBE_HOME or ~/.vibe)")
@@ -170,7 +171,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     wanted = [only] if only in SUBCOMMANDS else list(SUBCOMMANDS)
     for name in wanted:
         help_text, handler, configure, json_flag = SUBCOMMANDS[name]
-        p = sub.add_parser(name, help=help_text, description=help_text, formatter_class=formatter)
+        p = sub.add_parser(name, help=help_text, description=help_text,
+                           epilog=_examples(EXAMPLES.get(name, "")), formatter_class=formatter)
         p.set_defaults(handler=handler)
         if json_flag:
             p.add_argument("--json", action="store_true", help="print one JSON document")
@@ -178,8 +180,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _examples(text: str) -> str:
+    lines = text.splitlines()
+    heading = "examples:" if len(lines) > 1 else "example:"
+    return heading + "\n" + "".join(f"  {line}\n" for line in lines) if lines else ""
+
+
 def _new_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("name", nargs="?", metavar="NAME")
+    p.add_argument("name", nargs="?", metavar="NAME",
+                   help="the worktree's name, also its branch (default: from the prompt)")
     p.add_argument("-p", "--prompt", help="task prompt to name the worktree from")
     p.add_argument("-b", "--branch", help="branch to create or check out (default: NAME)")
     p.add_argument("--from", dest="from_ref", metavar="REF", help="start point of a new branch")
@@ -219,18 +228,19 @@ def _list_args(p: argparse.ArgumentParser) -> None:
 
 
 def _name_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("name", metavar="NAME")
+    p.add_argument("name", metavar="NAME", help="the worktree's name")
 
 
 def _run_args(p: argparse.ArgumentParser) -> None:
     import argparse
 
-    p.add_argument("name", metavar="NAME")
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD [ARG...]")
+    _name_arg(p)
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD [ARG...]",
+                   help="the command to run inside the worktree")
 
 
 def _rm_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("name", metavar="NAME")
+    _name_arg(p)
     p.add_argument("-y", "--yes", action="store_true",
                    help="remove dirty work without asking (a snapshot is kept)")
     p.add_argument("--delete-branch", action="store_true",
@@ -545,6 +555,26 @@ SUBCOMMANDS: dict[str, tuple[str, Any, Any, bool]] = {
               cmd_skill, _skill_args, True),
     "schema": ("print the JSON Schema of a command's --json document, or list them",
                cmd_schema, _schema_args, False),
+}
+# name: what `vwt NAME --help` shows as its example (None: `vwt --help`), a command a line
+EXAMPLES: dict[str | None, str] = {
+    None: 'cd "$(vwt new -p "Fix the login bug")"\nvwt rm fix-the-login-bug',
+    "new": 'cd "$(vwt new -p "Fix the login bug")"\nvwt new feature --from origin/main --json',
+    "list": "vwt list\nvwt list --all --no-status --json",
+    "path": "ls \"$(vwt path feature)\"",
+    "cd": "vwt cd feature",
+    "port": "vwt port web --json",
+    "status": "vwt status feature --json",
+    "run": "vwt run feature -- make test",
+    "shell": "vwt shell feature",
+    "rm": "vwt rm feature\nvwt rm feature -y --delete-branch --json",
+    "snapshot": "vwt snapshot feature",
+    "restore": "vwt restore feature",
+    "prune": "vwt prune --dry-run\nvwt prune --keep 5 --json",
+    "mcp": "claude mcp add vibe-worktree -- vwt mcp",
+    "shell-init": "eval \"$(vwt shell-init bash)\"   # in ~/.bashrc",
+    "skill": "vwt skill install --agent vibe\nvwt skill show",
+    "schema": "vwt schema\nvwt schema list",
 }
 COMPLETE = "__complete"
 
