@@ -18,7 +18,15 @@ from collections.abc import Callable, Sequence
 from .errors import NotFound, ValidationFailed, VwtError
 from .git import map_parallel
 from .layout import Claim, Root, resolve_home
-from .locks import Holder, acquire_holder, live_holders, new_holder_id, prune_lock, registry_lock
+from .locks import (
+    Holder,
+    acquire_holder,
+    live_holders,
+    new_holder_id,
+    prune_lock,
+    registry_lock,
+    running_hooks,
+)
 from .tuples import NamedTuple
 from .worktrees import (
     BROKEN,
@@ -41,7 +49,10 @@ from .worktrees import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from . import create as _create
+    from . import remove as _remove
     from .create import Created
+    from .hooks import Ask, HookResult
+    from .hooks import Listed as ListedHook
     from .prune import PruneResult
     from .remove import Confirm, Removal, Snapshot
 
@@ -69,6 +80,7 @@ class Listed(NamedTuple):
     changes: int | None = None
     ahead: int | None = None
     problem: str | None = None
+    hooks_running: tuple[str, ...] = ()  # background hooks still holding it
 
     @property
     def held(self) -> bool:
@@ -86,7 +98,7 @@ class Listed(NamedTuple):
             repo_root=self.repo_root, base_commit=self.base_commit,
             branch_created=self.branch_created, claimed_at=self.claimed_at, state=self.state,
             held=self.held, holders=self.holders, changes=self.changes, ahead=self.ahead,
-            clean=self.clean,
+            clean=self.clean, hooks_running=list(self.hooks_running),
         )
 
 
@@ -102,6 +114,7 @@ class WorktreeStatus(NamedTuple):
     untracked: int
     ahead: int
     holders: int
+    hooks_running: tuple[str, ...] = ()  # background hooks still holding it
 
     @property
     def clean(self) -> bool:
@@ -116,11 +129,11 @@ class WorktreeStatus(NamedTuple):
             name=self.name, path=self.path, branch=self.branch,
             branch_created=self.branch_created, base_commit=self.base_commit,
             changes=self.changes, untracked=self.untracked, ahead=self.ahead, clean=self.clean,
-            held=self.held, holders=self.holders,
+            held=self.held, holders=self.holders, hooks_running=list(self.hooks_running),
         )
 
 
-def _listed(entry: Entry, holders: int) -> Listed:
+def _listed(entry: Entry, holders: list[str]) -> Listed:
     record, recovery = entry.record, entry.recovery
     source = record or recovery
     return Listed(  # positionally: a listing builds a thousand of these
@@ -133,8 +146,9 @@ def _listed(entry: Entry, holders: int) -> Listed:
         record.branch_created if record else None,
         record.claimed_at if record else None,
         entry.state,
-        holders,
+        len(holders),
         problem=entry.problem,
+        hooks_running=running_hooks(holders) if holders else (),
     )
 
 
@@ -177,21 +191,69 @@ class Worktrees:
     # -- create ---------------------------------------------------------------------------
     def create(self, name: str | None = None, *, prompt: str | None = None,
                branch: str | None = None, from_ref: str | None = None,
-               fetch: bool = True) -> Created:
-        """Create a worktree (or reuse NAME after validating it)."""
+               fetch: bool = True, hooks: bool = True, ask: Ask | None = None) -> Created:
+        """Create a worktree (or reuse NAME after validating it).
+
+        `hooks`: run the post_create hooks of a new worktree. `ask`: called with an
+        unapproved project hook, True runs and approves it; without it such a hook is
+        skipped with a warning.
+        """
         from . import create as _create  # only creating pays for it
 
-        if name is not None:
-            return _create.create_named(self.root, self.cwd, name, branch, from_ref, fetch,
-                                        self._output)
-        if branch is not None:
-            raise VwtError("--branch needs a NAME; an automatic name has its own vibe/ branch", 2)
-        return _create.create_auto(self.root, self.cwd, prompt, from_ref, fetch, self._output)
+        if hooks and os.path.exists(f"{self.root.home}/worktree.toml"):
+            from .hooks import check_user_file
 
-    def restore(self, name: str) -> Created:
+            check_user_file(self.root.home)  # broken: fail before anything is created
+        if name is not None:
+            created = _create.create_named(self.root, self.cwd, name, branch, from_ref, fetch,
+                                           self._output)
+        elif branch is not None:
+            raise VwtError("--branch needs a NAME; an automatic name has its own vibe/ branch", 2)
+        else:
+            created = _create.create_auto(self.root, self.cwd, prompt, from_ref, fetch,
+                                          self._output)
+        return self._post_create(created, ask) if hooks and created.created else created
+
+    def restore(self, name: str, *, hooks: bool = True, ask: Ask | None = None) -> Created:
         from . import create as _create
 
-        return _create.restore(self.repo, name, self._output)
+        created = _create.restore(self.repo, name, self._output)
+        return self._post_create(created, ask) if hooks else created
+
+    def _post_create(self, created: Created, ask: Ask | None) -> Created:
+        if not _any_hooks_file(self.root.home, created.path):
+            return created
+        from . import hooks as _hooks
+
+        ctx = _hooks.context(self.root.home, created.bucket, created.name, created.branch,
+                             created.path, created.repo_root, created.base_commit)
+        runner = _hooks.Runner(self.root.home, self.warn, ask)
+        claim = self.root.claim(created.bucket, created.name)
+        return created._replace(hooks=tuple(_hooks.after_create(runner, claim, ctx)))
+
+    # -- hooks -----------------------------------------------------------------------------
+    def hooks(self) -> list[ListedHook]:
+        """The user's hooks and the project hooks of the checkout containing `cwd`."""
+        from .hooks import listing
+
+        return listing(self.root.home, self.repo.bucket, self.repo.info.toplevel)
+
+    def approve_hooks(self, names: Sequence[str] = (), *, all_hooks: bool = False,
+                      approve: bool = True) -> list[ListedHook]:
+        """Approve (or with `approve=False` revoke) project hooks by name, or all of them."""
+        from .hooks import PROJECT, change_approvals
+
+        project = [row.hook for row in self.hooks() if row.hook.source == PROJECT]
+        if not all_hooks:
+            if not names:
+                raise VwtError("name the hooks, or pass --all", 2)
+            unknown = [n for n in names if n not in {h.name for h in project}]
+            if unknown:
+                raise NotFound(f"no project hook named {unknown[0]!r}; see vwt hooks")
+            project = [h for h in project if h.name in names]
+        if project:
+            change_approvals(self.root.home, self.repo.bucket, project, approve)
+        return self.hooks()
 
     @property
     def _output(self) -> _create.Output:
@@ -204,7 +266,7 @@ class Worktrees:
         buckets = self.root.buckets() if all_repos else [self.repo.bucket]
         found = entries(self.root, buckets, with_recovery=False)
         with registry_lock(self.root):
-            rows = [_listed(e, len(live_holders(e.claim)) if e.has_holders else 0) for e in found]
+            rows = [_listed(e, live_holders(e.claim) if e.has_holders else []) for e in found]
         if not with_status:
             return rows
         checkouts: dict[int, Checkout] = {}
@@ -240,10 +302,11 @@ class Worktrees:
         target = _remove.target_for(entry)
         inspection: Inspection = _remove.inspect(target)
         with registry_lock(self.root):
-            holders = len(live_holders(claim))
+            holders = live_holders(claim)
         return WorktreeStatus(
             name, claim.checkout, record.branch, record.branch_created, record.base_commit,
-            inspection.changes, inspection.untracked, inspection.ahead, holders,
+            inspection.changes, inspection.untracked, inspection.ahead, len(holders),
+            running_hooks(holders),
         )
 
     # -- hold ------------------------------------------------------------------------------
@@ -305,11 +368,13 @@ class Worktrees:
     # -- clean up --------------------------------------------------------------------------
     def remove(self, name: str, *, confirm_dirty: bool | Confirm = False,
                delete_branch: bool | None = None, confirm_branch: Confirm | None = None,
-               own_holders: Sequence[str] = ()) -> Removal:
+               own_holders: Sequence[str] = (), hooks: bool = True,
+               ask_hook: Ask | None = None) -> Removal:
         """Remove NAME safely. Dirty work needs `confirm_dirty` (and is snapshotted first).
 
         `own_holders`: the caller's own holder ids, which do not count as a live session
-        (`VWT_HOLDER_ID`, set by `vwt run`, is always among them).
+        (`VWT_HOLDER_ID`, set by `vwt run`, is always among them). `hooks`: run the
+        pre_remove hooks first (a failing one stops the removal: outcome hook_failed).
         """
         from . import remove as _remove
 
@@ -320,7 +385,20 @@ class Worktrees:
             _load(claim), claim, confirm_dirty=ask, delete_branch=delete_branch,
             confirm_branch=confirm_branch or _remove.never,
             ignore_holders=frozenset(own),
+            pre_remove=self._pre_remove(ask_hook) if hooks else None,
         )
+
+    def _pre_remove(self, ask: Ask | None) -> _remove.PreRemove:
+        def run(target: _remove.Target) -> tuple[tuple[HookResult, ...], str | None]:
+            record, claim = target.record, target.claim
+            if not _any_hooks_file(self.root.home, claim.checkout):
+                return (), None
+            from . import hooks as _hooks
+
+            ctx = _hooks.context(self.root.home, claim.bucket, claim.name, record.branch,
+                                 claim.checkout, record.repo_root, record.base_commit or "")
+            return _hooks.before_remove(_hooks.Runner(self.root.home, self.warn, ask), ctx)
+        return run
 
     def snapshot(self, name: str) -> Snapshot:
         claim = self.claim(name)
@@ -336,6 +414,12 @@ class Worktrees:
         from .prune import prune
 
         return prune(self.root, keep, dry_run, self.warn)
+
+
+def _any_hooks_file(home: str, checkout: str) -> bool:
+    """Two stats, so that the hooks module (and TOML) loads only where hooks exist."""
+    return (os.path.exists(f"{home}/worktree.toml")
+            or os.path.exists(f"{checkout}/.vibe/worktree.toml"))
 
 
 def _load(claim: Claim) -> Entry | None:

@@ -99,7 +99,7 @@ def _command_name(argv: list[str]) -> str | None:
 _HOT: dict[str, tuple[dict[str, str], dict[str, str], tuple[str, ...]]] = {
     "list": ({"--all": "all", "--no-status": "no_status", "--json": "json"}, {}, ()),
     "new": (
-        {"--no-fetch": "no_fetch", "--cd": "cd", "--json": "json"},
+        {"--no-fetch": "no_fetch", "--cd": "cd", "--json": "json", "--no-hooks": "no_hooks"},
         {"-p": "prompt", "--prompt": "prompt", "-b": "branch", "--branch": "branch",
          "--from": "from_ref"},
         ("name",),
@@ -193,7 +193,19 @@ def _new_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-b", "--branch", help="branch to create or check out (default: NAME)")
     p.add_argument("--from", dest="from_ref", metavar="REF", help="start point of a new branch")
     p.add_argument("--no-fetch", action="store_true", help="do not fetch the remote first")
+    _no_hooks_flag(p)
     _cd_flag(p)
+
+
+def _no_hooks_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-hooks", action="store_true", help="run no lifecycle hook")
+
+
+def _hooks_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", nargs="?", choices=("approve", "revoke"),
+                   help="approve or revoke project hooks (default: list the hooks)")
+    p.add_argument("names", nargs="*", metavar="NAME", help="hooks to approve or revoke")
+    p.add_argument("--all", action="store_true", help="every project hook")
 
 
 def _cd_flag(p: argparse.ArgumentParser) -> None:
@@ -203,6 +215,7 @@ def _cd_flag(p: argparse.ArgumentParser) -> None:
 
 def _restore_args(p: argparse.ArgumentParser) -> None:
     _name_arg(p)
+    _no_hooks_flag(p)
     _cd_flag(p)
 
 
@@ -245,6 +258,7 @@ def _rm_args(p: argparse.ArgumentParser) -> None:
                    help="remove dirty work without asking (a snapshot is kept)")
     p.add_argument("--delete-branch", action="store_true",
                    help="also delete a branch that existed before")
+    _no_hooks_flag(p)
 
 
 def _prune_args(p: argparse.ArgumentParser) -> None:
@@ -282,6 +296,18 @@ def _ask(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
+def _hook_asker() -> Any:
+    """On a terminal, ask before an unapproved project hook runs; elsewhere nobody can."""
+    if not _on_terminal():
+        return None
+
+    def ask(hook: Any) -> bool:
+        what = f" ({hook.description})" if hook.description else ""
+        return _ask(f"vwt: run project hook {hook.name}{what} ({hook.type}): "
+                    f"{hook.command!r}? yes also approves it")
+    return ask
+
+
 def _stderr_on_terminal() -> bool:
     try:
         return sys.stderr.isatty()
@@ -298,7 +324,7 @@ def _refuse_json_with_cd(ns: argparse.Namespace) -> None:
 def cmd_new(wt: Worktrees, ns: argparse.Namespace) -> int:
     _refuse_json_with_cd(ns)
     created = wt.create(ns.name, prompt=ns.prompt, branch=ns.branch, from_ref=ns.from_ref,
-                        fetch=not ns.no_fetch)
+                        fetch=not ns.no_fetch, hooks=not ns.no_hooks, ask=_hook_asker())
     if ns.json:
         _print_json(created.to_json())
     else:
@@ -430,6 +456,8 @@ def cmd_status(wt: Worktrees, ns: argparse.Namespace) -> int:
     print(f"  ahead      {st.ahead} commit(s) since {str(st.base_commit)[:12]}")
     print(f"  clean      {'yes' if st.clean else 'no'}")
     print(f"  holders    {st.holders}")
+    if st.hooks_running:
+        print(f"  running    hook {', '.join(st.hooks_running)} (background)")
     return EXIT_OK
 
 
@@ -445,21 +473,22 @@ def cmd_shell(wt: Worktrees, ns: argparse.Namespace) -> int:
 
 
 def cmd_rm(wt: Worktrees, ns: argparse.Namespace) -> int:
-    from .remove import FORGOTTEN, KEPT_DIRTY, KEPT_IN_USE, NOT_FOUND, REMOVED
+    from .remove import FORGOTTEN, HOOK_FAILED, KEPT_DIRTY, KEPT_IN_USE, NOT_FOUND, REMOVED
 
     terminal = _on_terminal()
     confirm_dirty: Any = True if ns.yes else (_ask if terminal else False)
     delete_branch = True if ns.delete_branch else None
     confirm_branch: Any = _ask if terminal else (lambda _q: False)
     result = wt.remove(ns.name, confirm_dirty=confirm_dirty, delete_branch=delete_branch,
-                       confirm_branch=confirm_branch)
+                       confirm_branch=confirm_branch, hooks=not ns.no_hooks,
+                       ask_hook=_hook_asker())
     code = {
         REMOVED: EXIT_OK, FORGOTTEN: EXIT_OK, KEPT_DIRTY: EXIT_NEEDS_CONFIRMATION,
-        KEPT_IN_USE: EXIT_HELD, NOT_FOUND: EXIT_ERROR,
+        KEPT_IN_USE: EXIT_HELD, NOT_FOUND: EXIT_ERROR, HOOK_FAILED: EXIT_ERROR,
     }[result.outcome]
     if result.message:
         prefix = "vwt: " if code == EXIT_OK else "vwt: refused: "
-        if result.outcome == NOT_FOUND:
+        if result.outcome in (NOT_FOUND, HOOK_FAILED):
             prefix = "vwt: error: "
         print(f"{prefix}{result.message}", file=sys.stderr)
     if ns.json:
@@ -481,7 +510,7 @@ def cmd_snapshot(wt: Worktrees, ns: argparse.Namespace) -> int:
 
 def cmd_restore(wt: Worktrees, ns: argparse.Namespace) -> int:
     _refuse_json_with_cd(ns)
-    created = wt.restore(ns.name)
+    created = wt.restore(ns.name, hooks=not ns.no_hooks, ask=_hook_asker())
     if ns.json:
         _print_json(created.to_json())
     else:
@@ -520,6 +549,28 @@ def cmd_schema(_wt: Worktrees, ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_hooks(wt: Worktrees, ns: argparse.Namespace) -> int:
+    if ns.action is None:
+        if ns.names or ns.all:
+            raise VwtError("say what to do: vwt hooks approve|revoke NAME... (or --all)",
+                           EXIT_USAGE)
+        rows = wt.hooks()
+    else:
+        rows = wt.approve_hooks(ns.names, all_hooks=ns.all, approve=ns.action == "approve")
+    if ns.json:
+        _print_json({"hooks": [r.to_json() for r in rows]})
+        return EXIT_OK
+    if not rows:
+        print("no hooks (add them to .vibe/worktree.toml or to the home's worktree.toml)",
+              file=sys.stderr)
+    for r in rows:
+        h = r.hook
+        state = "approved" if r.approved else "NOT APPROVED"
+        mode = ", background" if h.background else ""
+        print(f"{h.type:<12} {h.source:<8} {h.name:<20} {state}{mode}  {h.command}")
+    return EXIT_OK
+
+
 def cmd_mcp(wt: Worktrees, ns: argparse.Namespace) -> int:
     try:
         from .mcp_server import serve
@@ -548,6 +599,8 @@ SUBCOMMANDS: dict[str, tuple[str, Any, Any, bool]] = {
     "restore": ("recreate a snapshotted-and-removed worktree", cmd_restore, _restore_args,
                 True),
     "prune": ("retention across all repositories", cmd_prune, _prune_args, True),
+    "hooks": ("list lifecycle hooks; approve or revoke project hooks", cmd_hooks, _hooks_args,
+              True),
     "mcp": ("serve vwt as an MCP server on stdio", cmd_mcp, _no_args, False),
     "shell-init": ("print shell integration (cd, completion): eval \"$(vwt shell-init bash)\"",
                    cmd_shell_init, _shell_init_args, False),

@@ -33,6 +33,10 @@ from .worktrees import (
     validate_for_reuse,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .hooks import HookResult
+
 Warn = Callable[[str], None]
 
 
@@ -56,12 +60,14 @@ class Created(NamedTuple):
     base_commit: str
     branch_created: bool
     created: bool
+    hooks: tuple[HookResult, ...] = ()  # the post_create hooks that ran (or were skipped)
 
     def to_json(self) -> dict[str, object]:
         return dict(
             name=self.name, branch=self.branch, path=self.path, bucket=self.bucket,
             repo_root=self.repo_root, base_commit=self.base_commit,
             branch_created=self.branch_created, created=self.created,
+            hooks=[h.to_json() for h in self.hooks],
         )
 
 

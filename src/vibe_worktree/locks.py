@@ -90,6 +90,17 @@ def valid_holder_id(holder_id: str) -> bool:
     return path_segment_problem(holder_id) is None and not holder_id.endswith(".tmp")
 
 
+def running_hooks(holders: list[str]) -> tuple[str, ...]:
+    """Names of the hooks among live holder ids: a background hook holds as `hook-<name>-<pid>`."""
+    names = set()
+    for holder in holders:
+        if holder.startswith("hook-"):
+            name, _, pid = holder[5:].rpartition("-")
+            if name and pid.isdigit():
+                names.add(name)
+    return tuple(sorted(names))
+
+
 def holder_is_live(path: str) -> bool:
     """Some process holds this file's lock. An unreadable or odd entry counts as live."""
     try:
@@ -178,6 +189,18 @@ class Holder:
             self._fd = None
             if rmdir_if_empty(self.claim.holders_dir):
                 rmdir_if_empty(self.claim.folder)  # the last hold of a removed worktree
+
+    def hand_over(self, new_id: str) -> None:
+        """Rename the holder file to `new_id` and close our descriptor without unlocking
+        the file: a child that inherited the descriptor now holds it alone, until it ends."""
+        if self._fd is None:
+            return
+        with registry_lock(self.claim.root):
+            if valid_holder_id(new_id) and new_id != self.id:
+                os.rename(self.path, os.path.join(self.claim.holders_dir, new_id))
+                self.id = new_id
+            os.close(self._fd)
+            self._fd = None
 
     def __enter__(self) -> Holder:
         return self

@@ -40,6 +40,12 @@ KEPT_DIRTY = "kept_dirty"
 KEPT_IN_USE = "kept_in_use"
 NOT_FOUND = "not_found"
 FORGOTTEN = "forgotten"
+HOOK_FAILED = "hook_failed"
+
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .hooks import HookResult
 
 
 class SnapshotFailed(VwtError):
@@ -61,11 +67,13 @@ class Removal(NamedTuple):
     branch_deleted: bool
     snapshot_ref: str | None
     message: str = ""  # what a person should know (what would be lost, why a branch stayed)
+    hooks: tuple[HookResult, ...] = ()  # the pre_remove hooks that ran (or were skipped)
 
     def to_json(self) -> dict[str, object]:
         return {
             "name": self.name, "outcome": self.outcome,
             "branch_deleted": self.branch_deleted, "snapshot_ref": self.snapshot_ref,
+            "hooks": [h.to_json() for h in self.hooks],
         }
 
 
@@ -327,6 +335,9 @@ def acquire_removal(claim: Claim, ignore: frozenset[str]) -> Holder:
 
 
 Confirm = Callable[[str], bool]
+# Runs the pre_remove hooks of a worktree about to go: their results, and why the
+# removal must stop (None to go on).
+PreRemove = Callable[[Target], tuple[tuple["HookResult", ...], str | None]]
 
 
 def never(_question: str) -> bool:
@@ -341,6 +352,7 @@ def remove_worktree(
     delete_branch: bool | None = None,
     confirm_branch: Confirm = never,
     ignore_holders: frozenset[str] = frozenset(),
+    pre_remove: PreRemove | None = None,
 ) -> Removal:
     """`vwt rm`: the rules of the spec, in order; refusals are outcomes, not errors."""
     if entry is None:
@@ -361,7 +373,8 @@ def remove_worktree(
     except HeldError as exc:
         return Removal(claim.name, KEPT_IN_USE, False, None, exc.message)
     try:
-        return _remove_held(entry, removing, confirm_dirty, delete_branch, confirm_branch)
+        return _remove_held(entry, removing, confirm_dirty, delete_branch, confirm_branch,
+                            pre_remove)
     finally:
         removing.release()
         tidy_claim_folders(claim)
@@ -370,7 +383,7 @@ def remove_worktree(
 
 def _remove_held(
     entry: Entry, removing: Holder, confirm_dirty: Confirm, delete_branch: bool | None,
-    confirm_branch: Confirm,
+    confirm_branch: Confirm, pre_remove: PreRemove | None,
 ) -> Removal:
     claim = entry.claim
     if entry.state == RESERVED and entry.problem is None:
@@ -378,12 +391,21 @@ def _remove_held(
     target = target_for(entry)
     inspection = inspect(target)
     ref = existing_snapshot(entry, target)
+    refusal = _confirm_loss(claim, inspection, ref, confirm_dirty)
+    if refusal:
+        return refusal
+    hooks: tuple[HookResult, ...] = ()
+    if pre_remove is not None and target.checkout is not None:
+        confirmed = not inspection.clean
+        hooks, stop = pre_remove(target)
+        if stop:
+            return Removal(claim.name, HOOK_FAILED, False, None, stop, hooks)
+        if hooks:  # what the hooks did is part of what is removed
+            inspection = inspect(target)
+            refusal = None if confirmed else _confirm_loss(claim, inspection, ref, confirm_dirty)
+            if refusal:
+                return refusal._replace(hooks=hooks)
     if ref is None and not inspection.clean:
-        loss = inspection.describe_loss()
-        if not confirm_dirty(f"{claim.name} has {loss}; remove it anyway (a snapshot is kept)?"):
-            return Removal(claim.name, KEPT_DIRTY, False, None,
-                           f"{claim.name} has {loss}; nothing removed (pass -y to remove it "
-                           f"after saving a snapshot)")
         ref = snapshot(target, inspection).ref
     checkpoint("rm.inspected")
     record = target.record
@@ -396,7 +418,20 @@ def _remove_held(
     [(deleted, note)] = remove_all([Doomed(target, inspection, ref, drop_branch)])
     if not drop_branch and not record.branch_created:
         note = note or f"kept branch {record.branch}, which existed before"
-    return Removal(claim.name, REMOVED, deleted, ref, note)
+    return Removal(claim.name, REMOVED, deleted, ref, note, hooks)
+
+
+def _confirm_loss(claim: Claim, inspection: Inspection, ref: str | None,
+                  confirm_dirty: Confirm) -> Removal | None:
+    """A `kept_dirty` refusal unless the work is saved, clean, or the user confirms."""
+    if ref is not None or inspection.clean:
+        return None
+    loss = inspection.describe_loss()
+    if confirm_dirty(f"{claim.name} has {loss}; remove it anyway (a snapshot is kept)?"):
+        return None
+    return Removal(claim.name, KEPT_DIRTY, False, None,
+                   f"{claim.name} has {loss}; nothing removed (pass -y to remove it "
+                   f"after saving a snapshot)")
 
 
 def _drop_abandoned_reservation(claim: Claim) -> Removal:

@@ -69,7 +69,9 @@ def _count(value: int | None) -> str:
 def list_cells(row: Listed) -> list[str]:
     return [
         row.name, row.branch or "-", row.state, _count(row.ahead), _count(row.changes),
-        str(row.holders), age(row.claimed_at), row.path,
+        str(row.holders) + (f" (hook {','.join(row.hooks_running)} running)"
+                            if row.hooks_running else ""),
+        age(row.claimed_at), row.path,
     ]
 
 

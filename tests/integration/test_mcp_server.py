@@ -184,3 +184,25 @@ def test_errors_are_tool_errors_with_the_cli_message(box: Box) -> None:
         assert bad.is_error and "exit 2" in bad.content[0].text
 
     with_client(box, body)
+
+
+def test_create_runs_hooks_as_a_caller_without_a_terminal(box: Box) -> None:
+    """User hooks run; an unapproved project hook is skipped, never asked about."""
+    (box.repo / ".vibe").mkdir()
+    marker = box.tmp / "project-ran"
+    (box.repo / ".vibe" / "worktree.toml").write_text(
+        f'[[hooks]]\nname = "deps"\ntype = "post_create"\ncommand = "touch {marker}"\n')
+    box.git("add", ".vibe")
+    box.git("commit", "-q", "-m", "hooks")
+    box.vibe_home.mkdir(parents=True, exist_ok=True)
+    (box.vibe_home / "worktree.toml").write_text(
+        '[[hooks]]\nname = "mine"\ntype = "post_create"\ncommand = "touch mine.txt"\n')
+
+    async def body(client: Client) -> None:
+        created = await call(client, "create", name="feature")
+        statuses = {h["name"]: h["status"] for h in created["hooks"]}
+        assert statuses == {"mine": "ok", "deps": "skipped_unapproved"}
+
+    with_client(box, body)
+    assert not marker.exists()
+    assert list((box.vibe_home / "worktrees").glob("*/feature/mine.txt"))

@@ -13,7 +13,7 @@ from vibe_worktree.cli import _command_name, _parse_hot, build_parser
 TOKENS = [
     "new", "list", "rm", "--all", "--no-status", "--json", "--no-fetch", "--cd", "-p", "--prompt",
     "-b", "--branch", "--from", "--home", "-C", "--no-s", "--prompt=x", "-pfoo", "-h", "--", "-",
-    "-x", "name", "other", "", "fix the bug", "/tmp/h",
+    "-x", "name", "other", "", "fix the bug", "/tmp/h", "--no-hooks",
 ]
 
 
@@ -41,6 +41,7 @@ def test_agrees_with_argparse_whenever_it_answers(argv: list[str]) -> None:
     ["new", "task", "--no-fetch"],
     ["new", "-p", "fix the bug", "--json", "--from", "main"],
     ["new", "--branch", "b", "name", "--cd"],
+    ["new", "task", "--no-hooks", "--json"],
 ])
 def test_the_common_forms_take_the_fast_path(argv: list[str]) -> None:
     fast = _parse_hot(argv, _command_name(argv))

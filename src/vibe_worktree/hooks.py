@@ -1,0 +1,454 @@
+"""Lifecycle hooks: `.vibe/worktree.toml` (project) and `<home>/worktree.toml` (user).
+
+A project hook comes with the code, so a branch or a pull request can add or change
+one: it runs only once its exact (type, name, command) was approved for this
+repository. User hooks are the user's own and need no approval. Only `new`,
+`restore`, `rm` and `merge` call in here; housekeeping never does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from .errors import VwtError
+from .layout import Claim
+from .names import path_segment_problem
+from .records import utc_now, write_json_atomically
+from .tuples import NamedTuple
+
+try:  # the builtin module avoids loading OpenSSL, which `hashlib` does
+    from _sha256 import sha256  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - other Pythons
+    from hashlib import sha256
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+POST_CREATE = "post_create"
+PRE_REMOVE = "pre_remove"
+PRE_MERGE = "pre_merge"
+POST_MERGE = "post_merge"
+HOOK_TYPES = (POST_CREATE, PRE_REMOVE, PRE_MERGE, POST_MERGE)
+USER = "user"
+PROJECT = "project"
+PROJECT_FILE = ".vibe/worktree.toml"
+USER_FILE = "worktree.toml"
+APPROVALS_FILE = "worktree-approvals.json"
+DEFAULT_TIMEOUT = 300.0
+_ENTRY_KEYS = frozenset({"name", "type", "command", "timeout", "background", "description"})
+
+# statuses of a hook's result
+OK = "ok"
+FAILED = "failed"
+TIMED_OUT = "timed_out"
+SKIPPED_UNAPPROVED = "skipped_unapproved"
+STARTED = "started"
+
+Warn = Callable[[str], None]
+
+
+class HooksFileError(VwtError):
+    """A hooks file that cannot be trusted as a whole: none of its hooks runs."""
+
+
+class Hook(NamedTuple):
+    name: str
+    type: str
+    command: str
+    timeout: float = DEFAULT_TIMEOUT
+    background: bool = False
+    description: str = ""
+    source: str = PROJECT
+    file: str = ""
+
+    @property
+    def key(self) -> str:
+        """What an approval is kept by: a SHA-256 of exactly (type, name, command)."""
+        digest: str = sha256(json.dumps([self.type, self.name, self.command]).encode()
+                             ).hexdigest()
+        return digest
+
+
+class HookResult(NamedTuple):
+    name: str
+    type: str
+    source: str
+    status: str
+    exit_code: int | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.status in (FAILED, TIMED_OUT)
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "type": self.type, "source": self.source,
+                "status": self.status, "exit_code": self.exit_code}
+
+
+class Listed(NamedTuple):
+    """A hook as `vwt hooks` shows it."""
+
+    hook: Hook
+    approved: bool
+
+    def to_json(self) -> dict[str, object]:
+        h = self.hook
+        return {"name": h.name, "type": h.type, "source": h.source, "command": h.command,
+                "background": h.background, "timeout": h.timeout,
+                "description": h.description, "approved": self.approved}
+
+
+# -- reading the files ------------------------------------------------------------------------
+def user_file(home: str) -> str:
+    return f"{home}/{USER_FILE}"
+
+
+def project_file(checkout: str) -> str:
+    return f"{checkout}/{PROJECT_FILE}"
+
+
+def read_toml(path: str) -> dict[str, Any] | None:
+    """The parsed file, None when there is none; HooksFileError when it is not TOML."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise HooksFileError(f"{path}: cannot be read ({exc.strerror}); fix it or pass "
+                             "--no-hooks") from None
+    return parse_toml(raw, path)
+
+
+def parse_toml(raw: bytes, path: str) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise HooksFileError(f"{path}: not valid TOML ({exc}); fix it or pass --no-hooks"
+                             ) from None
+
+
+def hooks_of(data: dict[str, Any], path: str, source: str) -> list[Hook]:
+    """Every entry of `[[hooks]]`, all validated before any is returned."""
+    entries = data.get("hooks", [])
+    if not isinstance(entries, list):
+        raise HooksFileError(f"{path}: 'hooks' must be an array of tables ([[hooks]])")
+    hooks: list[Hook] = []
+    for number, entry in enumerate(entries, start=1):
+        hook = _entry(entry, number, path, source)
+        if any(h.name == hook.name for h in hooks):
+            raise HooksFileError(f"{path}: hook {number} ({hook.name!r}): the name is used "
+                                 "twice; names must be unique within a file")
+        hooks.append(hook)
+    return hooks
+
+
+def _entry(entry: object, number: int, path: str, source: str) -> Hook:
+    label = f"{path}: hook {number}"
+
+    def bad(problem: str) -> HooksFileError:
+        return HooksFileError(f"{label}: {problem}; fix it or pass --no-hooks")
+
+    if not isinstance(entry, dict):
+        raise bad("not a table")
+    name = entry.get("name")
+    if not isinstance(name, str) or path_segment_problem(name) or name.startswith("."):
+        raise bad("'name' must be a short name usable as a file name")
+    label = f"{path}: hook {number} ({name!r})"
+    unknown = sorted(set(entry) - _ENTRY_KEYS)
+    if unknown:
+        raise bad(f"unknown key {unknown[0]!r}")
+    kind = entry.get("type")
+    if kind not in HOOK_TYPES:
+        raise bad(f"'type' must be one of {', '.join(HOOK_TYPES)}")
+    command = entry.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise bad("'command' must be a non-empty string")
+    timeout = entry.get("timeout", DEFAULT_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise bad("'timeout' must be a positive number of seconds")
+    background = entry.get("background", False)
+    if not isinstance(background, bool):
+        raise bad("'background' must be true or false")
+    if background and kind != POST_CREATE:
+        raise bad("only post_create hooks can run in the background")
+    description = entry.get("description", "")
+    if not isinstance(description, str):
+        raise bad("'description' must be a string")
+    return Hook(name, kind, command, float(timeout), background, description, source, path)
+
+
+def load_file(path: str, source: str) -> list[Hook]:
+    data = read_toml(path)
+    return [] if data is None else hooks_of(data, path, source)
+
+
+def load_all(home: str, checkout: str) -> list[Hook]:
+    """User hooks, then project hooks: the order they run in."""
+    return load_file(user_file(home), USER) + load_file(project_file(checkout), PROJECT)
+
+
+# -- approvals --------------------------------------------------------------------------------
+def approvals_path(home: str) -> str:
+    return f"{home}/{APPROVALS_FILE}"
+
+
+def _read_approvals(home: str) -> dict[str, Any]:
+    path = approvals_path(home)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except FileNotFoundError:
+        return {"version": 1, "buckets": {}}
+    except (OSError, ValueError) as exc:
+        raise VwtError(f"{path} cannot be read ({exc}); fix or delete it") from None
+    if not isinstance(data, dict) or not isinstance(data.get("buckets"), dict):
+        raise VwtError(f"{path} is not an approvals file; fix or delete it")
+    return data
+
+
+def approved_keys(home: str, bucket: str) -> set[str]:
+    entries = _read_approvals(home)["buckets"].get(bucket)
+    return set(entries) if isinstance(entries, dict) else set()
+
+
+def is_approved(hook: Hook, keys: set[str]) -> bool:
+    return hook.source == USER or hook.key in keys
+
+
+def change_approvals(home: str, bucket: str, hooks: Sequence[Hook], approve: bool) -> None:
+    """Approve or revoke `hooks` for `bucket`, under a lock, written atomically (0600)."""
+    from .locks import locked
+
+    os.makedirs(home, exist_ok=True)
+    with locked(f"{approvals_path(home)}.lock", home):
+        data = _read_approvals(home)
+        entries = data["buckets"].setdefault(bucket, {})
+        if not isinstance(entries, dict):
+            entries = data["buckets"][bucket] = {}
+        for hook in hooks:
+            if approve:
+                entries[hook.key] = {"type": hook.type, "name": hook.name,
+                                     "command": hook.command, "approved_at": utc_now()}
+            else:
+                entries.pop(hook.key, None)
+        if not entries:
+            del data["buckets"][bucket]
+        write_json_atomically(approvals_path(home), data)
+        os.chmod(approvals_path(home), 0o600)
+
+
+def listing(home: str, bucket: str, checkout: str) -> list[Listed]:
+    keys = approved_keys(home, bucket)
+    return [Listed(h, is_approved(h, keys)) for h in load_all(home, checkout)]
+
+
+# -- running ----------------------------------------------------------------------------------
+class Context(NamedTuple):
+    """The worktree a hook runs for, as the VWT_* environment describes it."""
+
+    name: str
+    branch: str
+    path: str
+    bucket: str
+    repo_root: str
+    base_commit: str
+    port: int
+    into: str | None = None
+
+    def env(self, hook: Hook) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            VWT_HOOK=hook.type, VWT_HOOK_NAME=hook.name, VWT_NAME=self.name,
+            VWT_BRANCH=self.branch, VWT_PATH=self.path, VWT_BUCKET=self.bucket,
+            VWT_REPO_ROOT=self.repo_root, VWT_BASE_COMMIT=self.base_commit,
+            VWT_PORT=str(self.port),
+        )
+        if self.into is not None:
+            env["VWT_INTO"] = self.into
+        return env
+
+
+Ask = Callable[[Hook], bool]
+
+
+class Runner(NamedTuple):
+    """How hooks run for one command: where to ask, where to warn, which home."""
+
+    home: str
+    warn: Warn
+    ask: Ask | None = None  # None: no terminal, unapproved project hooks are skipped
+
+
+def run_hooks(runner: Runner, kind: str, hooks: Sequence[Hook], ctx: Context, cwd: str,
+              claim: Claim | None = None, stop_on_failure: bool = False) -> list[HookResult]:
+    """Run the hooks of `kind` in order. `claim`: hold the worktree while each one runs
+    (a background one holds it until it ends)."""
+    wanted = [h for h in hooks if h.type == kind]
+    if not wanted:
+        return []
+    keys = approved_keys(runner.home, ctx.bucket) if any(h.source == PROJECT for h in wanted) \
+        else set()
+    results = []
+    for hook in wanted:
+        if not is_approved(hook, keys) and not _approve_now(runner, ctx.bucket, hook):
+            runner.warn(f"project hook {hook.name} ({hook.type}) is not approved, so it did "
+                        f"not run; see vwt hooks, then vwt hooks approve {hook.name}")
+            results.append(HookResult(hook.name, hook.type, hook.source, SKIPPED_UNAPPROVED))
+            continue
+        if hook.background:
+            results.append(_start_background(runner, hook, ctx, cwd, claim))
+            continue
+        result = _run_held(hook, ctx, cwd, claim)
+        if result.failed:
+            how = "timed out" if result.status == TIMED_OUT else f"exited {result.exit_code}"
+            runner.warn(f"hook {hook.name} ({hook.type}) {how}")
+        results.append(result)
+        if result.failed and stop_on_failure:
+            break
+    return results
+
+
+def _approve_now(runner: Runner, bucket: str, hook: Hook) -> bool:
+    if runner.ask is None or not runner.ask(hook):
+        return False
+    change_approvals(runner.home, bucket, [hook], approve=True)
+    return True
+
+
+def _holder_id(hook: Hook, pid: int) -> str:
+    return f"hook-{hook.name}-{pid}"
+
+
+def _run_held(hook: Hook, ctx: Context, cwd: str, claim: Claim | None) -> HookResult:
+    if claim is None:
+        return run_foreground(hook, ctx, cwd)
+    from .locks import acquire_holder
+
+    with acquire_holder(claim, _holder_id(hook, os.getpid())):
+        return run_foreground(hook, ctx, cwd)
+
+
+def run_foreground(hook: Hook, ctx: Context, cwd: str) -> HookResult:
+    """`sh -c` in its own process group, output on our stderr (stdout is the result's),
+    stdin /dev/null; on timeout the whole group is killed."""
+    import signal
+    import subprocess
+
+    try:
+        child = subprocess.Popen(["/bin/sh", "-c", hook.command], cwd=cwd, env=ctx.env(hook),
+                                 stdin=subprocess.DEVNULL, stdout=_stderr_fd(),
+                                 start_new_session=True)
+    except OSError as exc:
+        raise VwtError(f"hook {hook.name} could not start: {exc.strerror}") from None
+    try:
+        code = child.wait(timeout=hook.timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(child.pid, signal.SIGKILL)
+        child.wait()
+        return HookResult(hook.name, hook.type, hook.source, TIMED_OUT, None)
+    except BaseException:
+        _kill_group(child.pid, signal.SIGKILL)
+        child.wait()
+        raise
+    status = OK if code == 0 else FAILED
+    return HookResult(hook.name, hook.type, hook.source, status, code)
+
+
+def _stderr_fd() -> int:
+    try:
+        return sys.stderr.fileno()
+    except (AttributeError, ValueError, OSError):
+        return 2
+
+
+def _kill_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        pass
+
+
+# -- background -------------------------------------------------------------------------------
+def log_path(home: str, bucket: str, name: str, hook: Hook) -> str:
+    return f"{home}/logs/worktree/{bucket}/{name}/{hook.name}.log"
+
+
+def _start_background(runner: Runner, hook: Hook, ctx: Context, cwd: str,
+                      claim: Claim | None) -> HookResult:
+    """Detach a supervisor that runs the hook with its timeout and holds the worktree
+    (the locked holder file is handed to it) until the hook ends."""
+    import subprocess
+
+    from .locks import acquire_holder
+
+    log = log_path(runner.home, ctx.bucket, ctx.name, hook)
+    os.makedirs(os.path.dirname(log), exist_ok=True)
+    holder = acquire_holder(claim, _holder_id(hook, os.getpid())) if claim else None
+    fds = (holder.fileno(),) if holder else ()
+    try:
+        with open(log, "ab") as out:
+            out.write(f"[vwt] {utc_now()} {hook.type} hook {hook.name}: {hook.command}\n"
+                      .encode())
+            out.flush()
+            child = subprocess.Popen(
+                [sys.executable, "-m", "vibe_worktree.hook_supervisor", str(hook.timeout),
+                 hook.command],
+                cwd=cwd, env=ctx.env(hook), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                start_new_session=True, close_fds=True, pass_fds=fds,
+            )
+        if holder is not None:
+            holder.hand_over(_holder_id(hook, child.pid))
+    except BaseException:
+        if holder is not None:
+            holder.release()
+        raise
+    return HookResult(hook.name, hook.type, hook.source, STARTED, None)
+
+
+
+# -- the commands' entry points ---------------------------------------------------------------
+def context(home: str, bucket: str, name: str, branch: str, path: str, repo_root: str,
+            base_commit: str, into: str | None = None) -> Context:
+    from .ports import worktree_port
+
+    port = worktree_port(home, bucket, name)
+    return Context(name, branch, path, bucket, repo_root, base_commit, port, into)
+
+
+def check_user_file(home: str) -> None:
+    """Fail before anything is created when the user's own file is broken."""
+    load_file(user_file(home), USER)
+
+
+def after_create(runner: Runner, claim: Claim, ctx: Context) -> list[HookResult]:
+    """post_create: the user's hooks, then those of the new checkout's own
+    `.vibe/worktree.toml`. Never fails the creation: a broken file is a warning."""
+    try:
+        found = load_all(runner.home, ctx.path)
+    except HooksFileError as exc:
+        runner.warn(f"{exc.message.removesuffix('; fix it or pass --no-hooks')}; "
+                    "no hook of that file ran")
+        return []
+    return run_hooks(runner, POST_CREATE, found, ctx, ctx.path, claim)
+
+
+def before_remove(runner: Runner, ctx: Context) -> tuple[tuple[HookResult, ...], str | None]:
+    """pre_remove: results, and why the removal must stop (a failure or a broken file)."""
+    try:
+        found = load_all(runner.home, ctx.path)
+    except HooksFileError as exc:
+        return (), f"{exc.message}; nothing removed"
+    results = run_hooks(runner, PRE_REMOVE, found, ctx, ctx.path, stop_on_failure=True)
+    failed = [r for r in results if r.failed]
+    if not failed:
+        return tuple(results), None
+    how = "timed out" if failed[0].status == TIMED_OUT else f"exited {failed[0].exit_code}"
+    return tuple(results), (f"pre_remove hook {failed[0].name} {how}; nothing removed (fix "
+                            "it, or pass --no-hooks to remove without hooks)")
