@@ -64,6 +64,13 @@ def test_every_json_command_of_a_session_matches_its_schema(repo, vwt, holder, t
     tour("rm", "saved", "-y")
     assert tour("rm", "saved")["outcome"] == "forgotten"
     outcomes.add("forgotten")
+    tour("new", "guarded")
+    hooks_file = vwt.sandbox.vibe_home / "worktree.toml"
+    hooks_file.write_text('[[hooks]]\nname = "no"\ntype = "pre_remove"\ncommand = "exit 1"\n')
+    assert tour("rm", "guarded", code=1)["outcome"] == "hook_failed"
+    assert tour("hooks")["hooks"][0]["name"] == "no"
+    hooks_file.unlink()
+    outcomes.add("hook_failed")
     assert outcomes == schema_enum("rm", "properties", "outcome")
 
     tour("new", "saved")
