@@ -628,6 +628,7 @@ EXAMPLES: dict[str | None, str] = {
     "shell-init": "eval \"$(vwt shell-init bash)\"   # in ~/.bashrc",
     "skill": "vwt skill install --agent vibe\nvwt skill show",
     "schema": "vwt schema\nvwt schema list",
+    "hooks": "vwt hooks\nvwt hooks approve deps\nvwt hooks revoke --all --json",
 }
 COMPLETE = "__complete"
 
