@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from .errors import NotFound, ValidationFailed, VwtError
-from .git import map_parallel
+from .git import Git, map_parallel
 from .layout import Claim, Root, resolve_home
 from .locks import (
     Holder,
@@ -39,6 +39,7 @@ from .worktrees import (
     Repo,
     entries,
     filter_drivers,
+    housekeeping_git,
     inspect_checkout,
     open_repo,
     require_entry,
@@ -53,6 +54,9 @@ if TYPE_CHECKING:
     from .create import Created
     from .hooks import Ask, HookResult
     from .hooks import Listed as ListedHook
+    from .landing.integration import Integration, Tips
+    from .landing.merge import MergeResult
+    from .landing.sync import SyncResult
     from .prune import PruneResult
     from .remove import Confirm, Removal, Snapshot
 
@@ -81,6 +85,9 @@ class Listed(NamedTuple):
     ahead: int | None = None
     problem: str | None = None
     hooks_running: tuple[str, ...] = ()  # background hooks still holding it
+    target: str | None = None  # §8: the target branch, None when not computed
+    behind: int | None = None
+    integrated: str | None = None  # the integration reason, None when not integrated
 
     @property
     def held(self) -> bool:
@@ -92,14 +99,27 @@ class Listed(NamedTuple):
             return None
         return self.changes == 0 and self.ahead == 0
 
+    @property
+    def safe_to_remove(self) -> bool | None:
+        return _safe_to_remove(self.changes, self.ahead, self.integrated, self.target)
+
     def to_json(self) -> dict[str, object]:
         return dict(
             name=self.name, branch=self.branch, path=self.path, bucket=self.bucket,
             repo_root=self.repo_root, base_commit=self.base_commit,
             branch_created=self.branch_created, claimed_at=self.claimed_at, state=self.state,
             held=self.held, holders=self.holders, changes=self.changes, ahead=self.ahead,
-            clean=self.clean, hooks_running=list(self.hooks_running),
+            clean=self.clean, hooks_running=list(self.hooks_running), target=self.target,
+            behind=self.behind, integrated=self.integrated, safe_to_remove=self.safe_to_remove,
         )
+
+
+def _safe_to_remove(changes: int | None, ahead: int | None, integrated: str | None,
+                    target: str | None) -> bool | None:
+    """§8: removing it would lose nothing (None when not computed)."""
+    if changes is None or ahead is None or target is None:
+        return None
+    return changes == 0 and (ahead == 0 or integrated is not None)
 
 
 class WorktreeStatus(NamedTuple):
@@ -115,6 +135,9 @@ class WorktreeStatus(NamedTuple):
     ahead: int
     holders: int
     hooks_running: tuple[str, ...] = ()  # background hooks still holding it
+    target: str | None = None  # §8 fields: None when not applicable (missing, no target)
+    behind: int | None = None
+    integrated: str | None = None
 
     @property
     def clean(self) -> bool:
@@ -124,12 +147,18 @@ class WorktreeStatus(NamedTuple):
     def held(self) -> bool:
         return self.holders > 0
 
+    @property
+    def safe_to_remove(self) -> bool | None:
+        return _safe_to_remove(self.changes, self.ahead, self.integrated, self.target)
+
     def to_json(self) -> dict[str, object]:
         return dict(
             name=self.name, path=self.path, branch=self.branch,
             branch_created=self.branch_created, base_commit=self.base_commit,
             changes=self.changes, untracked=self.untracked, ahead=self.ahead, clean=self.clean,
             held=self.held, holders=self.holders, hooks_running=list(self.hooks_running),
+            target=self.target, behind=self.behind, integrated=self.integrated,
+            safe_to_remove=self.safe_to_remove,
         )
 
 
@@ -153,13 +182,39 @@ def _listed(entry: Entry, holders: list[str]) -> Listed:
 
 
 def _with_status(row: Listed, entry: Entry, checkout: Checkout,
-                 cache: dict[str, tuple[str, ...]]) -> Listed:
+                 cache: dict[str, tuple[str, ...]], tips: Tips | None) -> Listed:
     assert entry.record is not None
     try:
         inspection = inspect_checkout(checkout, entry.record, cache)
+        landed = _integration(checkout, inspection, cache, tips)
     except VwtError as exc:
         return _replace(row, problem=exc.message)
-    return _replace(row, changes=inspection.changes, ahead=inspection.ahead)
+    row = _replace(row, changes=inspection.changes, ahead=inspection.ahead)
+    return row if landed is None else _replace(row, target=landed.target, behind=landed.behind,
+                                               integrated=landed.integrated)
+
+
+def _integration(checkout: Checkout, inspection: Inspection,
+                 cache: dict[str, tuple[str, ...]] | None, tips: Tips | None
+                 ) -> Integration | None:
+    if tips is None or inspection.head is None:
+        return None
+    from .landing.integration import check
+
+    return check(housekeeping_git(checkout, cache), inspection.head, tips)
+
+
+def _tips_by_repo(common_dirs: Iterable[str]) -> dict[str, Tips | None]:
+    """The target tips of each repository, read once per listing."""
+    from .landing.integration import read_tips
+
+    found: dict[str, Tips | None] = {}
+    for common_dir in dict.fromkeys(common_dirs):
+        try:
+            found[common_dir] = read_tips(Git(common_dir))
+        except VwtError:
+            found[common_dir] = None
+    return found
 
 
 def _replace(row: Listed, **changes: object) -> Listed:
@@ -280,7 +335,9 @@ class Worktrees:
             except VwtError as exc:
                 rows[i] = _replace(rows[i], problem=exc.message)
         order = list(checkouts)
-        done = map_parallel(lambda i: _with_status(rows[i], found[i], checkouts[i], cache), order)
+        tips = _tips_by_repo(c.common_dir for c in checkouts.values())
+        done = map_parallel(lambda i: _with_status(rows[i], found[i], checkouts[i], cache,
+                                                   tips[checkouts[i].common_dir]), order)
         for i, row in zip(order, done, strict=True):
             rows[i] = row
         return rows
@@ -301,13 +358,22 @@ class Worktrees:
 
         target = _remove.target_for(entry)
         inspection: Inspection = _remove.inspect(target)
+        landed = None
+        if target.checkout is not None:
+            from .landing.integration import read_tips
+
+            landed = _integration(target.checkout, inspection, None, read_tips(target.repo_git))
         with registry_lock(self.root):
             holders = live_holders(claim)
-        return WorktreeStatus(
+        status = WorktreeStatus(
             name, claim.checkout, record.branch, record.branch_created, record.base_commit,
             inspection.changes, inspection.untracked, inspection.ahead, len(holders),
             running_hooks(holders),
         )
+        if landed is None:
+            return status
+        return status._replace(target=landed.target, behind=landed.behind,
+                               integrated=landed.integrated)
 
     # -- hold ------------------------------------------------------------------------------
     def hold(self, name: str, holder_id: str | None = None) -> Holder:
@@ -410,10 +476,36 @@ class Worktrees:
 
         return _remove.snapshot(_remove.target_for(entry))
 
-    def prune(self, keep: int | None = None, dry_run: bool = False) -> PruneResult:
+    # -- land ------------------------------------------------------------------------------
+    def merge(self, name: str, *, into: str | None = None, mode: str = "squash",
+              message: str | None = None, commit: bool = False, keep: bool = False,
+              fetch: bool = True, hooks: bool = True,
+              own_holders: Sequence[str] = ()) -> MergeResult:
+        """Land NAME's commits on the target branch (SPEC §8), then remove it unless `keep`.
+
+        Refusals and failures that change nothing are outcomes (`result.exit_code`), not
+        exceptions. `own_holders` as for `remove`. `hooks` is accepted for the lifecycle
+        hooks; none run yet (the document's `hooks` is empty).
+        """
+        from .landing.merge import Request
+        from .landing.merge import merge as _merge
+
+        own = frozenset([*own_holders, *filter(None, [os.environ.get(HOLDER_ENV)])])
+        request = Request(name, into, mode, message, commit, keep, fetch, own)
+        return _merge(self.claim(name), request, self.warn)
+
+    def sync(self, name: str, *, onto: str | None = None, fetch: bool = True) -> SyncResult:
+        """Rebase NAME's own commits onto the target branch inside its checkout."""
+        from .landing.sync import sync as _sync
+
+        return _sync(self.claim(name), onto, fetch, self.warn)
+
+    def prune(self, keep: int | None = None, dry_run: bool = False,
+              merged: bool = False) -> PruneResult:
+        """Retention; `merged` also removes clean worktrees whose commits have landed."""
         from .prune import prune
 
-        return prune(self.root, keep, dry_run, self.warn)
+        return prune(self.root, keep, dry_run, self.warn, merged)
 
 
 def _any_hooks_file(home: str, checkout: str) -> bool:

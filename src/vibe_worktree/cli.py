@@ -264,6 +264,8 @@ def _rm_args(p: argparse.ArgumentParser) -> None:
 def _prune_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep", type=int, metavar="N", help="worktrees to keep (default 15)")
     p.add_argument("--dry-run", action="store_true", help="report the plan, change nothing")
+    p.add_argument("--merged", action="store_true",
+                   help="also remove clean worktrees whose commits are in the target branch")
 
 
 def _schema_args(p: argparse.ArgumentParser) -> None:
@@ -273,6 +275,30 @@ def _schema_args(p: argparse.ArgumentParser) -> None:
 
 def _no_args(p: argparse.ArgumentParser) -> None:
     pass
+
+
+def _merge_args(p: argparse.ArgumentParser) -> None:
+    from .landing.cli import merge_args
+
+    merge_args(p)
+
+
+def _sync_args(p: argparse.ArgumentParser) -> None:
+    from .landing.cli import sync_args
+
+    sync_args(p)
+
+
+def cmd_merge(wt: Worktrees, ns: argparse.Namespace) -> int:
+    from .landing.cli import run_merge
+
+    return run_merge(wt, ns, _print_json)
+
+
+def cmd_sync(wt: Worktrees, ns: argparse.Namespace) -> int:
+    from .landing.cli import run_sync
+
+    return run_sync(wt, ns, _print_json)
 
 
 # -- rendering ------------------------------------------------------------------------------
@@ -455,6 +481,10 @@ def cmd_status(wt: Worktrees, ns: argparse.Namespace) -> int:
     print(f"  changes    {st.changes} ({st.untracked} untracked)")
     print(f"  ahead      {st.ahead} commit(s) since {str(st.base_commit)[:12]}")
     print(f"  clean      {'yes' if st.clean else 'no'}")
+    if st.target is not None:
+        print(f"  target     {st.target} ({st.behind} commit(s) behind)")
+        print(f"  landed     {st.integrated or 'no'}")
+        print(f"  safe to rm {'yes' if st.safe_to_remove else 'no'}")
     print(f"  holders    {st.holders}")
     if st.hooks_running:
         print(f"  running    hook {', '.join(st.hooks_running)} (background)")
@@ -523,13 +553,13 @@ def cmd_prune(wt: Worktrees, ns: argparse.Namespace) -> int:
 
     with Progress(enabled=_stderr_on_terminal() and not ns.json) as progress:
         progress.update("vwt: pruning…" if not ns.dry_run else "vwt: planning the prune…")
-        result = wt.prune(keep=ns.keep, dry_run=ns.dry_run)
+        result = wt.prune(keep=ns.keep, dry_run=ns.dry_run, merged=ns.merged)
     if ns.json:
         _print_json(result.to_json())
         return EXIT_OK
     verb = "would remove" if ns.dry_run else "removed"
     for item in result.removed:
-        print(f"{verb} {item['bucket']}/{item['name']}")
+        print(f"{verb} {item['bucket']}/{item['name']} ({item['reason']})")
     for item in result.kept:
         print(f"kept {item['bucket']}/{item['name']}: {item['reason']}")
     for item in result.reservations_discarded:
@@ -601,6 +631,10 @@ SUBCOMMANDS: dict[str, tuple[str, Any, Any, bool]] = {
     "prune": ("retention across all repositories", cmd_prune, _prune_args, True),
     "hooks": ("list lifecycle hooks; approve or revoke project hooks", cmd_hooks, _hooks_args,
               True),
+    "merge": ("land a worktree's commits on the target branch, then remove it", cmd_merge,
+              _merge_args, True),
+    "sync": ("rebase a worktree's own commits onto the target branch", cmd_sync, _sync_args,
+             True),
     "mcp": ("serve vwt as an MCP server on stdio", cmd_mcp, _no_args, False),
     "shell-init": ("print shell integration (cd, completion): eval \"$(vwt shell-init bash)\"",
                    cmd_shell_init, _shell_init_args, False),

@@ -61,6 +61,9 @@ class Git(NamedTuple):
     cwd: str
     housekeeping: bool = True
     neutralised_filters: tuple[str, ...] = ()
+    # merge drivers the repository's own config defines: set to `false`, so a merge that
+    # would run one reports a conflict instead of running the repository's command
+    neutralised_merge_drivers: tuple[str, ...] = ()
 
     def command(self, args: Sequence[str]) -> list[str]:
         # `-C` rather than a working directory for the child: posix_spawn has none.
@@ -74,6 +77,7 @@ class Git(NamedTuple):
         for driver in self.neutralised_filters:
             pairs += [(f"filter.{driver}.clean", ""), (f"filter.{driver}.smudge", ""),
                       (f"filter.{driver}.process", ""), (f"filter.{driver}.required", "false")]
+        pairs += [(f"merge.{driver}.driver", "false") for driver in self.neutralised_merge_drivers]
         try:
             first = int(os.environ.get("GIT_CONFIG_COUNT", "0"))
         except ValueError:
@@ -592,6 +596,140 @@ def delete_branches(git: Git, expected: dict[str, str]) -> set[str]:
                check=False).returncode == 0:
         return set(expected)
     return {b for b, oid in expected.items() if delete_branch(git, b, oid)}
+
+
+def repo_merge_drivers(git: Git) -> tuple[str, ...]:
+    """Merge drivers (`merge.<driver>.driver`) defined in the repository's own config."""
+    out = git.out("config", "-z", "--show-scope", "--get-regexp", r"^merge\..+\.driver$",
+                  check=False)
+    fields = out.split("\0")
+    found = {entry.split("\n", 1)[0][len("merge."):-len(".driver")]
+             for scope, entry in zip(fields[0::2], fields[1::2], strict=False)
+             if scope in ("local", "worktree")}
+    return tuple(sorted(d for d in found if d))
+
+
+def tree_of(git: Git, commit: str) -> str:
+    return git.out("rev-parse", "--verify", "--end-of-options", f"{commit}^{{tree}}").strip()
+
+
+def left_right_counts(git: Git, left: str, right: str) -> tuple[int, int]:
+    """(commits of `left` not in `right`, commits of `right` not in `left`)."""
+    out = git.out("rev-list", "--left-right", "--count", f"{left}...{right}").split()
+    return int(out[0]), int(out[1])
+
+
+def is_ancestor(git: Git, commit: str, of: str) -> bool:
+    return git.ok("merge-base", "--is-ancestor", commit, of)
+
+
+class MergedTree(NamedTuple):
+    """`git merge-tree --write-tree`: the merged tree, or the conflicting paths."""
+
+    tree: str | None  # None on a conflict
+    conflicts: tuple[str, ...]
+
+
+def merge_tree(git: Git, ours: str, theirs: str) -> MergedTree:
+    """Merge two commits in the object store only: no index, no checkout is touched."""
+    args = ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages"]
+    result = git.run(*args, ours, theirs, check=False)
+    if result.returncode not in (0, 1):
+        raise GitFailed(f"git merge-tree failed: {first_line(result.stderr)}")
+    fields = result.stdout.split("\0")
+    if result.returncode == 0:
+        return MergedTree(fields[0].strip(), ())
+    paths = [f for f in fields[1:] if f]
+    return MergedTree(None, tuple(dict.fromkeys(paths)))
+
+
+def cherry_all_equivalent(git: Git, upstream: str, head: str) -> bool:
+    """Every commit of `upstream..head` has a patch-equivalent commit in `upstream`."""
+    out = git.out("cherry", upstream, head)
+    lines = [line for line in out.splitlines() if line]
+    return bool(lines) and all(line.startswith("- ") for line in lines)
+
+
+def commit_as_user(git: Git, tree: str, parents: Sequence[str], message: str,
+                   author: dict[str, str] | None = None) -> str:
+    """A commit with the user's identity (or `author`'s GIT_AUTHOR_* variables)."""
+    args = ["commit-tree", "--no-gpg-sign", tree]
+    for parent in parents:
+        args += ["-p", parent]
+    return git.out(*args, "-F", "-", input=message, env=author).strip()
+
+
+class CommitInfo(NamedTuple):
+    commit: str
+    parent: str | None
+    author: dict[str, str]  # GIT_AUTHOR_NAME, _EMAIL, _DATE
+    message: str
+
+    @property
+    def subject(self) -> str:
+        return self.message.split("\n", 1)[0]
+
+
+def commits_to_replay(git: Git, base: str, head: str, onto: str) -> list[CommitInfo]:
+    """The commits of `base..head` that `onto` has no patch-equivalent of, oldest first,
+    merge commits left out (as `git rebase` does)."""
+    out = git.out("log", "--reverse", "--no-merges", "--cherry-pick", "--right-only",
+                  "-z", "--format=%H%x01%P%x01%an%x01%ae%x01%ad%x01%B", "--date=raw",
+                  f"{onto}...{head}", f"^{base}")
+    found = []
+    for record in out.split("\0"):
+        if not record.strip():
+            continue
+        commit, parents, name, email, date, message = record.lstrip("\n").split("\x01", 5)
+        found.append(CommitInfo(
+            commit, parents.split()[0] if parents.split() else None,
+            {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": f"@{date}"},
+            message,
+        ))
+    return found
+
+
+def own_commits(git: Git, base: str, head: str) -> list[CommitInfo]:
+    """`base..head`, oldest first (merges included): what a squash message summarises."""
+    out = git.out("log", "--reverse", "-z", "--format=%H%x01%P%x01%B", f"{base}..{head}")
+    found = []
+    for record in out.split("\0"):
+        if record.strip():
+            commit, parents, message = record.lstrip("\n").split("\x01", 2)
+            first_parent = parents.split()[0] if parents.split() else None
+            found.append(CommitInfo(commit, first_parent, {}, message))
+    return found
+
+
+def compare_and_swap(git: Git, ref: str, new: str, old: str, reason: str) -> bool:
+    """Point `ref` at `new` only while it still points at `old`."""
+    return git.ok("update-ref", "-m", reason, ref, new, old)
+
+
+def move_checkout_check(git: Git, old: str, new: str) -> str | None:
+    """Why moving this checkout from `old` to `new` (as `git merge --ff-only` would) would
+    overwrite local changes, untracked files in the way included; None when it would not.
+    Nothing is written but git's stat refresh of the index."""
+    git.run("update-index", "-q", "--refresh", check=False)
+    result = git.run("read-tree", "-m", "-u", "-n", old, new, check=False)
+    return None if result.returncode == 0 else first_line(result.stderr)
+
+
+def move_checkout(git: Git, old: str, new: str) -> str | None:
+    """Two-tree merge of index and files from `old` to `new`, keeping unrelated local
+    changes; the error line, or None."""
+    result = git.run("read-tree", "-m", "-u", old, new, check=False)
+    return None if result.returncode == 0 else first_line(result.stderr)
+
+
+def reset_keep(git: Git, commit: str) -> None:
+    git.run("reset", "-q", "--keep", commit)
+
+
+def add_all_and_commit(git: Git, message: str) -> None:
+    """Commit everything (untracked included, ignored excluded) with the user's identity."""
+    git.run("add", "--all")
+    git.run("commit", "-q", "--no-verify", "-F", "-", input=message)
 
 
 def map_parallel(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:

@@ -130,7 +130,9 @@ def _label(entry: Entry, **more: object) -> dict[str, object]:
 
 
 def prune(root: Root, keep: int | None = None, dry_run: bool = False,
-          warn: Warn = lambda _m: None) -> PruneResult:
+          warn: Warn = lambda _m: None, merged: bool = False) -> PruneResult:
+    """`merged`: also remove every clean, unheld worktree whose commits are integrated
+    into its target branch (SPEC §8 prune --merged), whatever the limit."""
     limit = worktree_limit(root, keep)
     result = PruneResult()
     with prune_lock(root):
@@ -144,7 +146,7 @@ def prune(root: Root, keep: int | None = None, dry_run: bool = False,
             if empty_trash(root) is None:
                 warn(f"{root.trash} is not a real directory; left alone")
             found = entries(root, root.buckets())  # settling changed some of them
-        _retain(found, limit, dry_run, result)
+        _retain(found, limit, dry_run, result, merged)
     return result
 
 
@@ -238,32 +240,70 @@ def _live(entry: Entry) -> list[str]:
         return live_holders(entry.claim)
 
 
-def _retain(found: list[Entry], limit: int, dry_run: bool, result: PruneResult) -> None:
-    """Finished sessions and orphaned records go whatever the limit; then, oldest first,
-    while more than `limit` complete records remain. Held ones count but are skipped."""
+RETENTION = "retention"
+MERGED = "merged"
+FINISHED = "finished"
+REQUESTED = "requested"  # the record asks for it (`reap_requested`)
+
+Reasons = dict[int, str]  # id(entry) -> why it is removed
+
+
+def _retain(found: list[Entry], limit: int, dry_run: bool, result: PruneResult,
+            merged: bool = False) -> None:
+    """Finished sessions and orphaned records go whatever the limit (and, with `merged`,
+    landed ones); then, oldest first, while more than `limit` complete records remain.
+    Held ones count but are skipped."""
     complete = [e for e in found if e.state in (READY, MISSING) and e.record is not None]
     complete.sort(key=lambda e: (e.record.claimed_epoch() if e.record else 0.0,
                                  e.claim.bucket, e.name))
-    always = [e for e in complete if _reap_regardless_of_limit(e)]
-    chosen = {id(e) for e in always}
-    rest = [e for e in complete if id(e) not in chosen]
-    remaining = len(complete) - _reap(always, dry_run, result)
+    reasons: Reasons = {}
+    for entry in complete:
+        why = _reap_regardless_of_limit(entry)
+        if why:
+            reasons[id(entry)] = why
+    if merged:
+        candidates = [e for e in complete if id(e) not in reasons and e.state == READY]
+        for entry, landed in zip(candidates, map_parallel(_landed, candidates), strict=True):
+            if landed:
+                reasons[id(entry)] = MERGED
+    always = [e for e in complete if id(e) in reasons]
+    rest = [e for e in complete if id(e) not in reasons]
+    remaining = len(complete) - _reap(always, dry_run, result, reasons)
     position = 0
     while remaining > limit and position < len(rest):
         batch = rest[position:position + remaining - limit]
         position += len(batch)
-        remaining -= _reap(batch, dry_run, result)
+        remaining -= _reap(batch, dry_run, result, reasons)
 
 
-def _reap_regardless_of_limit(entry: Entry) -> bool:
-    """Orphaned records, finished Vibe sessions and records that ask for it (`reap_requested`)."""
+def _reap_regardless_of_limit(entry: Entry) -> str | None:
+    """Orphaned records, finished Vibe sessions and records that ask for it
+    (`reap_requested`): the reason, or None."""
     record = entry.record
-    return entry.state == MISSING or (
-        record is not None and (record.reap_requested or sessions_finished(record.session_dirs))
-    )
+    if entry.state == MISSING:
+        return MISSING
+    if record is not None and record.reap_requested:
+        return REQUESTED
+    if record is not None and sessions_finished(record.session_dirs):
+        return FINISHED
+    return None
 
 
-def _reap(batch: list[Entry], dry_run: bool, result: PruneResult) -> int:
+def _landed(entry: Entry) -> bool:
+    """Clean, with commits of its own, all of them already in the target branch."""
+    from .landing.integration import integrated
+
+    try:
+        target = target_for(entry)
+        inspection = inspect(target)
+        if inspection.changes or not inspection.ahead or inspection.head is None:
+            return False
+        return integrated(target.repo_git, inspection.head) is not None
+    except VwtError:
+        return False
+
+
+def _reap(batch: list[Entry], dry_run: bool, result: PruneResult, reasons: Reasons) -> int:
     """Snapshot then remove a batch of worktrees; returns how many went (or would go)."""
     free = []
     for entry in batch:
@@ -273,7 +313,7 @@ def _reap(batch: list[Entry], dry_run: bool, result: PruneResult) -> int:
         else:
             free.append(entry)
     if dry_run:
-        return sum(_plan(entry, result) for entry in free)
+        return sum(_plan(entry, result, reasons.get(id(entry), RETENTION)) for entry in free)
     holds: list[tuple[Entry, Holder]] = []
     for entry in free:
         try:
@@ -281,14 +321,14 @@ def _reap(batch: list[Entry], dry_run: bool, result: PruneResult) -> int:
         except HeldError:
             result.kept.append(_label(entry, reason="held"))
     try:
-        return _remove_held(holds, result)
+        return _remove_held(holds, result, reasons)
     finally:
         for entry, holder in holds:
             holder.release()
             tidy_claim_folders(entry.claim)
 
 
-def _plan(entry: Entry, result: PruneResult) -> int:
+def _plan(entry: Entry, result: PruneResult, reason: str) -> int:
     """--dry-run: the same checks as a real removal, nothing written."""
     try:
         target = target_for(entry)
@@ -298,7 +338,7 @@ def _plan(entry: Entry, result: PruneResult) -> int:
     if problem and (entry.state != MISSING):
         result.kept.append(_label(entry, reason=f"snapshot failed: {problem}"))
         return 0
-    result.removed.append(_label(entry, snapshot_ref=entry.claim.snapshot_ref))
+    result.removed.append(_label(entry, snapshot_ref=entry.claim.snapshot_ref, reason=reason))
     return 1
 
 
@@ -328,7 +368,8 @@ def _save(entry: Entry, cache: dict[str, tuple[str, ...]]) -> _Saved | str:
         return str(exc)
 
 
-def _remove_held(holds: list[tuple[Entry, Holder]], result: PruneResult) -> int:
+def _remove_held(holds: list[tuple[Entry, Holder]], result: PruneResult,
+                 reasons: Reasons) -> int:
     cache: dict[str, tuple[str, ...]] = {}
     saved = map_parallel(lambda pair: _save(pair[0], cache), holds)
     ready: list[tuple[Entry, _Saved]] = []
@@ -347,5 +388,6 @@ def _remove_held(holds: list[tuple[Entry, Holder]], result: PruneResult) -> int:
     checkpoint("prune.snapshotted")
     remove_all([item.doomed for _entry, item in ready])
     for entry, item in ready:
-        result.removed.append(_label(entry, snapshot_ref=item.doomed.snapshot_ref))
+        result.removed.append(_label(entry, snapshot_ref=item.doomed.snapshot_ref,
+                                     reason=reasons.get(id(entry), RETENTION)))
     return len(ready)

@@ -391,7 +391,8 @@ def _remove_held(
     target = target_for(entry)
     inspection = inspect(target)
     ref = existing_snapshot(entry, target)
-    refusal = _confirm_loss(claim, inspection, ref, confirm_dirty)
+    nothing_lost = landed(target, inspection)
+    refusal = _confirm_loss(claim, inspection, ref, confirm_dirty, nothing_lost)
     if refusal:
         return refusal
     hooks: tuple[HookResult, ...] = ()
@@ -402,10 +403,12 @@ def _remove_held(
             return Removal(claim.name, HOOK_FAILED, False, None, stop, hooks)
         if hooks:  # what the hooks did is part of what is removed
             inspection = inspect(target)
-            refusal = None if confirmed else _confirm_loss(claim, inspection, ref, confirm_dirty)
+            nothing_lost = landed(target, inspection)
+            refusal = None if confirmed else _confirm_loss(claim, inspection, ref, confirm_dirty,
+                                                           nothing_lost)
             if refusal:
                 return refusal._replace(hooks=hooks)
-    if ref is None and not inspection.clean:
+    if ref is None and not inspection.clean and not nothing_lost:
         ref = snapshot(target, inspection).ref
     checkpoint("rm.inspected")
     record = target.record
@@ -422,9 +425,10 @@ def _remove_held(
 
 
 def _confirm_loss(claim: Claim, inspection: Inspection, ref: str | None,
-                  confirm_dirty: Confirm) -> Removal | None:
-    """A `kept_dirty` refusal unless the work is saved, clean, or the user confirms."""
-    if ref is not None or inspection.clean:
+                  confirm_dirty: Confirm, nothing_lost: bool = False) -> Removal | None:
+    """A `kept_dirty` refusal unless the work is saved, clean, landed (`nothing_lost`), or
+    the user confirms."""
+    if ref is not None or inspection.clean or nothing_lost:
         return None
     loss = inspection.describe_loss()
     if confirm_dirty(f"{claim.name} has {loss}; remove it anyway (a snapshot is kept)?"):
@@ -432,6 +436,16 @@ def _confirm_loss(claim: Claim, inspection: Inspection, ref: str | None,
     return Removal(claim.name, KEPT_DIRTY, False, None,
                    f"{claim.name} has {loss}; nothing removed (pass -y to remove it "
                    f"after saving a snapshot)")
+
+
+def landed(target: Target, inspection: Inspection) -> bool:
+    """§8: no uncommitted changes and HEAD already in the target branch, so removing the
+    worktree loses nothing even with commits of its own."""
+    if inspection.changes or inspection.head is None:
+        return False
+    from .landing.integration import integrated
+
+    return integrated(target.repo_git, inspection.head) is not None
 
 
 def _drop_abandoned_reservation(claim: Claim) -> Removal:

@@ -24,7 +24,8 @@ STATE_COLOURS = {
     "broken": "\033[1;31m",  # bold red
 }
 DIM = "\033[2m"
-HEADER = ["NAME", "BRANCH", "STATE", "AHEAD", "CHANGES", "HOLDERS", "AGE", "PATH"]
+HEADER = ["NAME", "BRANCH", "STATE", "AHEAD", "BEHIND", "CHANGES", "LANDED", "HOLDERS", "AGE",
+          "PATH"]
 
 
 def is_terminal(stream: TextIO) -> bool:
@@ -66,9 +67,26 @@ def _count(value: int | None) -> str:
     return "-" if value is None else str(value)
 
 
+def landed(row: Listed) -> str:
+    """The LANDED column: how the worktree's commits are in the target (`merged`,
+    `squashed`, ...), `no` when they are not, `-` when it has none or it is unknown."""
+    if row.target is None or row.ahead == 0:
+        return "-"
+    if row.integrated is None:
+        return "no"
+    return LANDED_WORDS.get(row.integrated, row.integrated)
+
+
+LANDED_WORDS = {
+    "same_commit": "same commit", "ancestor": "merged", "same_tree": "same tree",
+    "no_added_changes": "squashed", "patch_equivalent": "cherry-picked",
+}
+
+
 def list_cells(row: Listed) -> list[str]:
     return [
-        row.name, row.branch or "-", row.state, _count(row.ahead), _count(row.changes),
+        row.name, row.branch or "-", row.state, _count(row.ahead), _count(row.behind),
+        _count(row.changes), landed(row),
         str(row.holders) + (f" (hook {','.join(row.hooks_running)} running)"
                             if row.hooks_running else ""),
         age(row.claimed_at), row.path,
@@ -78,9 +96,11 @@ def list_cells(row: Listed) -> list[str]:
 def _cell_colour(column: int, row: Listed) -> str | None:
     if column == 2:
         return STATE_COLOURS.get(row.state)
-    if column == 4 and row.changes:
+    if column == 5 and row.changes:
         return STATE_COLOURS["reserved"]
-    if column == 5 and row.holders:
+    if column == 6 and row.integrated:
+        return STATE_COLOURS["ready"]
+    if column == 7 and row.holders:
         return STATE_COLOURS["snapshot"]
     return None
 

@@ -1,0 +1,1 @@
+"""Landing the work (SPEC §8): integration detection, merge and sync."""

@@ -1,0 +1,255 @@
+"""`vwt merge NAME`: land the worktree's commits on the target branch, then remove it.
+
+The steps of SPEC §8, in order. Until the compare-and-swap of the target (step 6)
+nothing but a snapshot ref has been written, so every refusal before it changes
+nothing; the landed commit is computed in the object store (see `replay`), and the
+target's checkout is checked for local changes before the target moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .. import git as g
+from ..errors import (
+    EXIT_ERROR,
+    EXIT_HELD,
+    EXIT_NEEDS_CONFIRMATION,
+    EXIT_OK,
+    HeldError,
+    VwtError,
+)
+from ..faults import checkpoint
+from ..layout import Claim
+from ..locks import acquire_holder, new_holder_id
+from ..records import write_record
+from ..remove import (
+    Doomed,
+    Target,
+    acquire_removal,
+    delete_leftover_trash,
+    inspect,
+    remove_all,
+    snapshot,
+    snapshot_problem,
+    target_for,
+    tidy_claim_folders,
+)
+from ..tuples import NamedTuple
+from ..worktrees import READY, Entry, Inspection, housekeeping_git, require_entry, require_trusted
+from . import replay
+from .integration import Tips, check, read_tips
+
+SQUASH = "squash"
+REBASE = "rebase"
+FF_ONLY = "ff-only"
+MODES = (SQUASH, REBASE, FF_ONLY)
+
+MERGED = "merged"
+UP_TO_DATE = "up_to_date"
+KEPT_IN_USE = "kept_in_use"
+KEPT_DIRTY = "kept_dirty"
+CONFLICT = "conflict"
+NOT_FAST_FORWARD = "not_fast_forward"
+TARGET_MOVED = "target_moved"
+TARGET_DIRTY = "target_dirty"
+HOOK_FAILED = "hook_failed"
+
+EXIT_CODES = {
+    MERGED: EXIT_OK, UP_TO_DATE: EXIT_OK, KEPT_DIRTY: EXIT_NEEDS_CONFIRMATION,
+    KEPT_IN_USE: EXIT_HELD,
+}
+
+Warn = Callable[[str], None]
+
+
+class MergeResult(NamedTuple):
+    """What `merge` did; `to_json` is the §8 document."""
+
+    name: str
+    outcome: str
+    into: str
+    mode: str
+    commit: str | None = None  # T's new tip
+    conflicts: tuple[str, ...] = ()
+    removed: bool = False
+    branch_deleted: bool = False
+    snapshot_ref: str | None = None
+    head: str | None = None  # the worktree's HEAD when the command finished
+    message: str = ""  # what a person should know
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES.get(self.outcome, EXIT_ERROR)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name, "outcome": self.outcome, "into": self.into, "mode": self.mode,
+            "commit": self.commit, "conflicts": list(self.conflicts), "removed": self.removed,
+            "branch_deleted": self.branch_deleted, "snapshot_ref": self.snapshot_ref,
+            "head": self.head, "hooks": [],
+        }
+
+
+class Request(NamedTuple):
+    name: str
+    into: str | None
+    mode: str
+    message: str | None
+    commit: bool
+    keep: bool
+    fetch: bool
+    own_holders: frozenset[str]
+
+
+def merge(claim: Claim, request: Request, warn: Warn) -> MergeResult:
+    if request.mode not in MODES:
+        raise VwtError(f"unknown merge mode {request.mode!r}; use squash, rebase or ff-only", 2)
+    entry = require_entry(claim)
+    record = require_trusted(entry)
+    if entry.state != READY:
+        raise VwtError(f"{claim.name} is {entry.state}; only a worktree with a checkout can "
+                       "be merged")
+    target = target_for(entry)
+    if request.fetch:
+        fetch_target(target, request.into, warn)
+    tips = read_tips(target.repo_git, request.into)
+    if tips is None:
+        raise VwtError("no target branch (no main or master, no remote default); pass --into")
+    if tips.branch == record.branch:
+        raise VwtError(f"{claim.name} is on {record.branch}, the target itself; pass --into")
+    base = MergeResult(claim.name, "", tips.branch, request.mode)
+    try:  # step 1: another live session's hold refuses, unless the worktree is kept
+        hold = acquire_removal(claim, request.own_holders)
+    except HeldError as exc:
+        if not request.keep:
+            return base._replace(outcome=KEPT_IN_USE, message=exc.message)
+        try:
+            hold = acquire_holder(claim, new_holder_id(), ignore=request.own_holders)
+        except HeldError as again:
+            return base._replace(outcome=KEPT_IN_USE, message=again.message)
+    try:
+        return _merge_held(entry, target, tips, request, base)
+    finally:
+        hold.release()
+        tidy_claim_folders(claim)
+        delete_leftover_trash(claim)
+
+
+def fetch_target(target: Target, into: str | None, warn: Warn) -> None:
+    from .. import target as _target
+
+    found = _target.resolve(target.repo_git, into)
+    if found is None or found.remote is None:
+        return
+    problem = g.fetch_branch(target.repo_git, found.remote, found.branch, g.FETCH_TIMEOUT)
+    if problem:
+        warn(f"{problem}; using the last known {found.remote_name}")
+
+
+def _merge_held(entry: Entry, target: Target, tips: Tips, request: Request,
+                base: MergeResult) -> MergeResult:
+    assert target.checkout is not None
+    git = housekeeping_git(target.checkout)
+    inspection = inspect(target)
+    base = base._replace(head=inspection.head)
+    if inspection.changes:  # step 2
+        if not request.commit:
+            return base._replace(outcome=KEPT_DIRTY, message=(
+                f"{entry.name} has {inspection.describe_loss()}; nothing merged (commit them, "
+                "or pass --commit to commit everything first)"))
+        problem = snapshot_problem(target, inspection)
+        if problem:
+            raise VwtError(f"cannot commit {entry.name}'s changes: {problem}")
+        g.add_all_and_commit(git, request.message or f"WIP: {entry.name}")
+        inspection = inspect(target)
+        base = base._replace(head=inspection.head)
+    head = inspection.head
+    if head is None:
+        raise VwtError(f"{entry.name} has no commit to merge")
+    integration = check(git, head, tips)
+    if inspection.ahead == 0 or integration.integrated is not None:  # step 3
+        return _finish(target, inspection, base._replace(outcome=UP_TO_DATE), None,
+                       request.keep, None)
+    ref = snapshot(target, inspection).ref  # step 4: before any ref moves
+    base = base._replace(snapshot_ref=ref)
+    checkpoint("merge.snapshotted")
+    onto = tips.commits[0]
+    landed = _compute(git, target, tips, request, head, onto)  # step 5
+    if landed.commit is None:
+        if request.mode == FF_ONLY:
+            return base._replace(outcome=NOT_FAST_FORWARD, message=(
+                f"{tips.branch} is not an ancestor of {entry.name}'s HEAD; use vwt sync "
+                f"{entry.name} first, or --squash / --rebase"))
+        return base._replace(outcome=CONFLICT, conflicts=landed.conflicts, message=(
+            f"{entry.name} conflicts with {tips.branch} in {len(landed.conflicts)} file(s); "
+            f"nothing changed (run vwt sync {entry.name} and resolve them there)"))
+    if landed.commit == onto:  # every commit was already there (patch-equivalent)
+        return _finish(target, inspection, base._replace(outcome=UP_TO_DATE), ref,
+                       request.keep, None)
+    checkpoint("merge.computed")
+    moved = _update_target(target, tips, onto, landed.commit, entry.name)  # step 6
+    if moved is not None:
+        return base._replace(outcome=moved[0], message=moved[1])
+    result = base._replace(outcome=MERGED, commit=landed.commit)
+    return _finish(target, inspection, result, ref, request.keep, landed.commit)
+
+
+def _compute(git: g.Git, target: Target, tips: Tips, request: Request, head: str,
+             onto: str) -> replay.Landed:
+    merging = git._replace(neutralised_merge_drivers=tips.merge_drivers)
+    base_commit = target.record.base_commit or onto
+    if request.mode == FF_ONLY:
+        if g.is_ancestor(git, onto, head):
+            return replay.Landed(head)
+        return replay.Landed(None)
+    if request.mode == REBASE:
+        return replay.rebase(merging, onto, base_commit, head)
+    message = replay.squash_message(git, base_commit, head, target.record.branch,
+                                    request.message)
+    return replay.squash(merging, onto, head, message)
+
+
+def _update_target(target: Target, tips: Tips, old: str, new: str,
+                   name: str) -> tuple[str, str] | None:
+    """Step 6: check the target's checkout, compare-and-swap T, move the checkout.
+    Returns (outcome, message) when nothing was changed after all."""
+    repo_git = target.repo_git
+    branch = tips.branch
+    where = g.branch_checked_out_elsewhere(repo_git, branch)
+    checkout_git = g.Git(where) if where else None
+    if checkout_git is not None:
+        problem = g.move_checkout_check(checkout_git, old, new)
+        if problem:
+            return TARGET_DIRTY, (f"{branch} is checked out at {where} with local changes the "
+                                  f"merge would overwrite ({problem}); nothing changed")
+    if not g.compare_and_swap(repo_git, tips.target.ref, new, old, f"vwt merge {name}"):
+        return TARGET_MOVED, (f"{branch} moved while merging; nothing changed (run vwt merge "
+                              f"{name} again)")
+    checkpoint("merge.target_updated")
+    if checkout_git is not None:
+        problem = g.move_checkout(checkout_git, old, new)
+        if problem:  # its files changed since the check: put T back, as if never moved
+            g.compare_and_swap(repo_git, tips.target.ref, old, new, f"vwt merge {name}: undo")
+            return TARGET_DIRTY, (f"{branch} is checked out at {where} with local changes the "
+                                  f"merge would overwrite ({problem}); nothing changed")
+    checkpoint("merge.checkout_moved")
+    return None
+
+
+def _finish(target: Target, inspection: Inspection, result: MergeResult, ref: str | None,
+            keep: bool, new_tip: str | None) -> MergeResult:
+    """Step 7: remove the worktree as `rm` would (a recovery record keeps the snapshot
+    restorable), or with `keep`, move it onto the landed commit."""
+    if keep:
+        if new_tip is None:
+            return result
+        if inspection.head != new_tip:
+            assert target.checkout is not None
+            g.reset_keep(housekeeping_git(target.checkout), new_tip)
+        write_record(target.claim.record_path, target.record.with_base(new_tip))
+        return result._replace(head=new_tip)
+    [(deleted, note)] = remove_all([Doomed(target, inspection, ref,
+                                           target.record.branch_created)])
+    return result._replace(removed=True, branch_deleted=deleted,
+                           message=result.message or note)
