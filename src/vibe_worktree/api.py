@@ -494,6 +494,12 @@ class Worktrees:
         request = Request(name, into, mode, message, commit, keep, fetch, own)
         return _merge(self.claim(name), request, self.warn)
 
+    def merge_target(self, into: str | None = None) -> str:
+        """The short name of the branch `merge` would land NAME on (SPEC §8)."""
+        from .target import require
+
+        return require(self.repo.git, into).branch
+
     def sync(self, name: str, *, onto: str | None = None, fetch: bool = True) -> SyncResult:
         """Rebase NAME's own commits onto the target branch inside its checkout."""
         from .landing.sync import sync as _sync

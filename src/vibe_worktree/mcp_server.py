@@ -134,6 +134,38 @@ def _remove(session: Session, name: str, confirm: bool, delete_branch: bool,
     return _result(data, is_error=removal.outcome == NOT_FOUND)
 
 
+def _merge(session: Session, name: str, into: str | None, mode: str, message: str | None,
+           commit: bool, keep: bool, fetch: bool, directory: str | None) -> Any:
+    from .landing.merge import KEPT_IN_USE, MergeResult
+    from .locks import live_holders, registry_lock
+
+    wt = session.worktrees(directory)
+    claim = wt.claim(name)
+    with registry_lock(wt.root):  # unlike the CLI, `keep` never overrides another's hold
+        others = [h for h in live_holders(claim) if h != session.holder_id]
+    if keep and others:
+        result = MergeResult(name, KEPT_IN_USE, wt.merge_target(into), mode, message=(
+            f"{name} is held by a live session ({', '.join(others)}); nothing merged"))
+    else:
+        result = wt.merge(name, into=into, mode=mode, message=message, commit=commit, keep=keep,
+                          fetch=fetch, own_holders=[session.holder_id])
+    if result.removed:
+        session.let_go(wt, name)
+    data = result.to_json()
+    if result.message:
+        data["message"] = result.message
+    return _result(data, is_error=result.exit_code == 1)
+
+
+def _sync(session: Session, name: str, onto: str | None, fetch: bool,
+          directory: str | None) -> Any:
+    result = session.worktrees(directory).sync(name, onto=onto, fetch=fetch)
+    data = result.to_json()
+    if result.message:
+        data["message"] = result.message
+    return _result(data, is_error=result.exit_code == 1)
+
+
 def _tools(session: Session) -> list[tuple[str, Any]]:
     """(name, function) per tool; each mirrors one CLI command and its `--json` output."""
 
@@ -173,12 +205,23 @@ def _tools(session: Session) -> list[tuple[str, Any]]:
             return _result(created.to_json())
         return _call(run)
 
-    def prune(keep: int | None = None, dry_run: bool = False) -> Any:
+    def prune(keep: int | None = None, dry_run: bool = False, merged: bool = False) -> Any:
         return _call(lambda: _result(
-            session.worktrees(None).prune(keep=keep, dry_run=dry_run).to_json()))
+            session.worktrees(None).prune(keep=keep, dry_run=dry_run, merged=merged).to_json()))
+
+    def merge(name: str, into: str | None = None, mode: str = "squash",
+              message: str | None = None, commit: bool = False, keep: bool = False,
+              fetch: bool = True, directory: str | None = None) -> Any:
+        return _call(lambda: _merge(session, name, into, mode, message, commit, keep, fetch,
+                                    directory))
+
+    def sync(name: str, onto: str | None = None, fetch: bool = True,
+             directory: str | None = None) -> Any:
+        return _call(lambda: _sync(session, name, onto, fetch, directory))
 
     return [("create", create), ("list", list_worktrees), ("status", status),
-            ("remove", remove), ("snapshot", snapshot), ("restore", restore), ("prune", prune)]
+            ("remove", remove), ("snapshot", snapshot), ("restore", restore), ("prune", prune),
+            ("merge", merge), ("sync", sync)]
 
 
 DESCRIPTIONS = {
@@ -193,12 +236,16 @@ DESCRIPTIONS = {
     "list": (
         "List the managed worktrees of the repository (all repositories with `all_repos`). "
         "Each: {name, branch, path, bucket, repo_root, base_commit, branch_created, "
-        "claimed_at, state, held, holders, changes, ahead, clean}; `status: false` skips git "
-        "status (changes/ahead/clean are then null)."
+        "claimed_at, state, held, holders, changes, ahead, clean, target, behind, integrated, "
+        "safe_to_remove}; `integrated` says why its commits are already in the target branch "
+        "(same_commit, ancestor, same_tree, no_added_changes, patch_equivalent) or is null; "
+        "`safe_to_remove` is true when removing it loses nothing. `status: false` skips git "
+        "status (those fields are then null)."
     ),
     "status": (
         "Inspect what removing worktree NAME would lose: {name, path, branch, "
-        "branch_created, base_commit, changes, untracked, ahead, clean, held, holders}."
+        "branch_created, base_commit, changes, untracked, ahead, clean, held, holders, target, "
+        "behind, integrated, safe_to_remove} (the last four as in `list`)."
     ),
     "remove": (
         "Remove worktree NAME safely. Outcome: removed, kept_dirty (uncommitted work or "
@@ -219,8 +266,26 @@ DESCRIPTIONS = {
     "prune": (
         "Retention across all repositories: snapshot-then-remove the oldest unheld worktrees "
         "beyond `keep` (default: VIBE_WORKTREE_LIMIT, config.toml worktree_limit, or 15). "
-        "Use `dry_run: true` to see the plan first. Returns {removed, kept, "
-        "reservations_discarded, stale_holders_removed}."
+        "Use `dry_run: true` to see the plan first; `merged: true` also removes every clean "
+        "unheld worktree whose commits are already in its target branch. Returns {removed "
+        "(each with its reason), kept, reservations_discarded, stale_holders_removed}."
+    ),
+    "merge": (
+        "Land worktree NAME's commits on the target branch (`into`, default main or the "
+        "remote's default) and remove the worktree (unless `keep`: it then moves onto the new "
+        "tip). `mode`: squash (default, one commit; `message` names it), rebase or ff-only. "
+        "Uncommitted changes refuse (kept_dirty) unless `commit`. A snapshot is taken first, "
+        "so `restore` undoes it. Outcomes: merged, up_to_date, kept_dirty, kept_in_use "
+        "(another live session holds it; never overridden, not even with `keep`), conflict "
+        "(paths in `conflicts`), not_fast_forward, target_moved, target_dirty; all but merged "
+        "change nothing. Returns {name, outcome, into, mode, commit, conflicts, removed, "
+        "branch_deleted, snapshot_ref, head, hooks, message}."
+    ),
+    "sync": (
+        "Rebase worktree NAME's own commits onto the target branch (`onto`; the fetched "
+        "remote-tracking branch when it is ahead) inside its checkout. Outcomes: synced, "
+        "up_to_date, conflict (nothing changed; paths in `conflicts`), kept_dirty. Returns "
+        "{name, outcome, onto, head, conflicts, message}."
     ),
 }
 

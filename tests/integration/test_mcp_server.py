@@ -132,6 +132,48 @@ def test_remove_never_overrides_another_sessions_hold(box: Box) -> None:
         proc.wait()
 
 
+def test_merge_never_overrides_another_sessions_hold_even_with_keep(box: Box) -> None:
+    path = box.new("busy")["path"]
+    with open(f"{path}/work.txt", "w") as handle:
+        handle.write("work\n")
+    box.git("add", "work.txt", cwd=path)
+    box.git("commit", "-q", "-m", "work", cwd=path)
+    main = box.git("rev-parse", "main")
+    proc = subprocess.Popen([VWT, "run", "busy", "--", "sleep", "30"], cwd=box.repo, env=box.env)
+    try:
+        for _ in range(100):
+            if holders(box, "busy") == 1:
+                break
+            time.sleep(0.05)
+
+        async def body(client: Client) -> None:
+            for keep in (False, True):
+                result = await call(client, "merge", name="busy", keep=keep)
+                assert result["outcome"] == "kept_in_use" and result["message"]
+
+        with_client(box, body)
+        assert box.git("rev-parse", "main") == main
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_merge_of_a_worktree_the_session_created_lands_it(box: Box) -> None:
+    async def body(client: Client) -> None:
+        created = await call(client, "create", name="mine")
+        with open(f"{created['path']}/mine.txt", "w") as handle:
+            handle.write("mine\n")
+        box.git("add", "mine.txt", cwd=created["path"])
+        box.git("commit", "-q", "-m", "mine", cwd=created["path"])
+        listed = {r["name"]: r for r in await call(client, "list")}
+        assert listed["mine"]["integrated"] is None and listed["mine"]["target"] == "main"
+        result = await call(client, "merge", name="mine")
+        assert result["outcome"] == "merged" and result["removed"] is True
+
+    with_client(box, body)
+    assert box.git("show", "main:mine.txt") == "mine\n"
+
+
 def test_snapshot_and_prune(box: Box) -> None:
     async def body(client: Client) -> None:
         await call(client, "create", name="keep-me")
@@ -165,6 +207,9 @@ def test_every_tool_result_matches_its_schema(box: Box) -> None:
         assert (await checked(client, "remove", name="tour"))["message"]
         await checked(client, "remove", name="tour", confirm=True)
         await checked(client, "restore", name="tour")
+        assert (await checked(client, "sync", name="tour"))["outcome"] == "kept_dirty"
+        merged = await checked(client, "merge", name="tour", commit=True, message="Notes")
+        assert merged["outcome"] == "merged" and merged["removed"] is True
         await checked(client, "prune", keep=0, dry_run=True)
         missing = await client.call_tool("remove", {"name": "nobody"})
         assert missing.is_error
