@@ -13,20 +13,7 @@ if TYPE_CHECKING:
 
 PrintJson = Callable[[object], None]
 
-MERGE_EXAMPLE = """example:
-  vwt merge fix-login            squash its commits onto main, remove the worktree
-  vwt merge fix-login --rebase --keep --into release
-"""
-SYNC_EXAMPLE = """example:
-  vwt sync fix-login             rebase its own commits onto main (fetched first)
-"""
-
-
 def merge_args(p: argparse.ArgumentParser) -> None:
-    import argparse
-
-    p.epilog = MERGE_EXAMPLE
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("name", metavar="NAME")
     p.add_argument("--into", metavar="BRANCH", help="target branch (default: main, see docs)")
     modes = p.add_mutually_exclusive_group()
@@ -47,10 +34,6 @@ def merge_args(p: argparse.ArgumentParser) -> None:
 
 
 def sync_args(p: argparse.ArgumentParser) -> None:
-    import argparse
-
-    p.epilog = SYNC_EXAMPLE
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("name", metavar="NAME")
     p.add_argument("--onto", metavar="BRANCH", help="branch to rebase onto (default: main)")
     p.add_argument("--no-fetch", action="store_true", help="do not fetch the remote first")
