@@ -611,6 +611,23 @@ def cmd_mcp(wt: Worktrees, ns: argparse.Namespace) -> int:
     return int(serve(wt))
 
 
+def _board_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--port", type=int, default=0, metavar="N",
+                   help="port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--no-open", action="store_true", help="do not open a browser")
+    p.epilog = "example: vwt board --port 8765 --no-open  (then open the URL it prints)"
+
+
+def cmd_board(wt: Worktrees, ns: argparse.Namespace) -> int:
+    try:
+        from .board.server import serve
+    except ImportError as exc:
+        raise VwtError(f"the board needs the board extra: pip install 'vibe-worktree[board]' "
+                       f"({exc})") from None
+    gc.enable()  # a long-lived server
+    return serve(wt, ns.port, open_browser=not ns.no_open)
+
+
 # name: (help, handler, add its arguments, accepts --json)
 SUBCOMMANDS: dict[str, tuple[str, Any, Any, bool]] = {
     "new": ("create (or reuse) a worktree of this repository", cmd_new, _new_args, True),
@@ -636,6 +653,8 @@ SUBCOMMANDS: dict[str, tuple[str, Any, Any, bool]] = {
     "sync": ("rebase a worktree's own commits onto the target branch", cmd_sync, _sync_args,
              True),
     "mcp": ("serve vwt as an MCP server on stdio", cmd_mcp, _no_args, False),
+    "board": ("serve a local web page of every worktree and act on them (needs the board extra)",
+              cmd_board, _board_args, False),
     "shell-init": ("print shell integration (cd, completion): eval \"$(vwt shell-init bash)\"",
                    cmd_shell_init, _shell_init_args, False),
     "skill": ("install or show the agent skill (SKILL.md) for Claude Code or Mistral Vibe",

@@ -493,6 +493,51 @@ def count_commits(git: Git, base: str, head: str) -> int:
     return int(git.out("rev-list", "--count", f"{base}..{head}").strip() or 0)
 
 
+def changed_files(git: Git) -> list[tuple[str, str]]:
+    """(XY status, path) of every `git status` entry, untracked included; a rename's
+    path reads `old -> new`."""
+    out = git.out("status", "--porcelain=v1", "-z", "--untracked-files=all",
+                  env={"GIT_OPTIONAL_LOCKS": "0"})
+    found = []
+    fields = iter(out.split("\0"))
+    for entry in fields:
+        if len(entry) < 4:
+            continue
+        code, path = entry[:2], entry[3:]
+        if code[0] in "RC":
+            path = f"{next(fields, '?')} -> {path}"
+        found.append((code, path))
+    return found
+
+
+def untracked_files(git: Git) -> list[str]:
+    out = git.out("ls-files", "-z", "--others", "--exclude-standard",
+                  env={"GIT_OPTIONAL_LOCKS": "0"})
+    return [path for path in out.split("\0") if path]
+
+
+def commits_between(git: Git, base: str, head: str, limit: int) -> list[tuple[str, ...]]:
+    """(commit, author, ISO date, subject) of `base..head`, newest first, at most `limit`."""
+    out = git.out("log", f"--max-count={limit}", "-z", "--format=%H%x1f%an%x1f%aI%x1f%s",
+                  f"{base}..{head}", "--")
+    return [tuple(entry.split("\x1f", 3)) for entry in out.split("\0") if entry.strip()]
+
+
+def diff_against(git: Git, base: str, index_file: str | None = None) -> str:
+    """The working tree against `base` as a patch; never an external diff or textconv.
+    `index_file`: an index to read paths from (untracked files added intent-to-add)."""
+    env = {"GIT_OPTIONAL_LOCKS": "0", **({"GIT_INDEX_FILE": index_file} if index_file else {})}
+    return git.out("diff", "--no-ext-diff", "--no-textconv", "--no-color", "-M", base, "--",
+                   env=env)
+
+
+def intend_to_add(git: Git, index_file: str, paths: Sequence[str]) -> None:
+    """Record `paths` as intent-to-add in `index_file` (no file content is read or stored)."""
+    git.run("add", "--intent-to-add", "--pathspec-from-file=-", "--pathspec-file-nul",
+            input="".join(f"{p}\0" for p in paths),
+            env={"GIT_INDEX_FILE": index_file, "GIT_OPTIONAL_LOCKS": "0"})
+
+
 def repo_filter_drivers(git: Git) -> tuple[tuple[str, ...], bool]:
     """Filter drivers the repository's own config defines (local, worktree, includes), and
     whether worktrees may have config of their own (extensions.worktreeConfig)."""
