@@ -615,7 +615,6 @@ def _board_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=0, metavar="N",
                    help="port on 127.0.0.1 (default: a free one)")
     p.add_argument("--no-open", action="store_true", help="do not open a browser")
-    p.epilog = "example: vwt board --port 8765 --no-open  (then open the URL it prints)"
 
 
 def cmd_board(wt: Worktrees, ns: argparse.Namespace) -> int:
@@ -684,6 +683,7 @@ EXAMPLES: dict[str | None, str] = {
     "skill": "vwt skill install --agent vibe\nvwt skill show",
     "schema": "vwt schema\nvwt schema list",
     "hooks": "vwt hooks\nvwt hooks approve deps\nvwt hooks revoke --all --json",
+    "board": "vwt board\nvwt board --port 8765 --no-open   # then open the URL it prints",
 }
 COMPLETE = "__complete"
 
