@@ -143,7 +143,9 @@ def board(vwt: Vwt) -> Iterator[BoardProcess]:
         assert not [k for k, _ in response.headers if k.lower().startswith("access-control-")]
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: Playwright's sync API keeps an event loop running while it
+# is started, and other modules' tests (the MCP client's) call asyncio.run().
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
     if not Path(CHROMIUM).exists():
         if os.environ.get("CI"):

@@ -142,7 +142,7 @@ def merge(home: str, body: dict[str, Any], warn: Callable[[str], None]) -> Outco
     if outcome == "conflict" and isinstance(conflicts, list):
         shown = ", ".join(str(c) for c in conflicts[:5]) + (", …" if len(conflicts) > 5 else "")
         return Outcome(REFUSED, f"{name} conflicts with {into} in {shown}; nothing changed", data)
-    message = str(data.get("message") or "") or _MERGE_REFUSALS.get(outcome, outcome)
+    message = str(getattr(result, "message", "")) or _MERGE_REFUSALS.get(outcome, outcome)
     return Outcome(REFUSED, f"{name}: {message}", data)
 
 
