@@ -285,3 +285,64 @@ def test_the_page_works_with_no_network(page, two_repos):
     hosts = {url.split("/")[2] for url in page.requested}
     assert hosts == {f"127.0.0.1:{page.board.port}"}
     assert any(url.endswith("/static/board.css") for url in page.requested)
+
+
+# -- landing: integration and merge (SPEC §8) --------------------------------------------------
+def test_integration_and_behind_are_shown_once_list_has_them(page, repo, vwt):
+    created = vwt.new("landed")
+    repo.commit("the work", {"work.txt": "done\n"}, cwd=Path(created["path"]))
+    repo.git("merge", "-q", "--ff-only", "landed")
+    repo.commit("later on main", {"main.txt": "later\n"})
+    landed = row(page, "landed")
+    expect(page.page.locator('th[data-col="integration"]')).to_be_visible()
+    expect(landed.locator("td.integration")).to_have_text("ancestor")
+    expect(landed.locator("td.behind")).to_have_text("1")
+
+
+def test_merge_asks_first_then_lands_the_commits_on_the_target(page, repo, vwt):
+    created = vwt.new("shipping")
+    repo.commit("ship it", {"shipped.txt": "shipped\n"}, cwd=Path(created["path"]))
+    before = repo.head()
+    expect(row(page, "shipping").locator("td.ahead")).to_have_text("1")
+    dialog = open_dialog(page, "shipping", "merge")
+    expect(dialog).to_contain_text("main")
+    dialog.locator("#confirm-cancel").click()
+    assert repo.head() == before  # one click changed nothing
+    dialog = open_dialog(page, "shipping", "merge")
+    dialog.locator("#merge-mode").select_option("squash")
+    dialog.locator("#confirm-ok").click()
+    expect(result_line(page)).to_contain_text("merged shipping into main")
+    assert repo.head() != before
+    assert repo.git("show", "main:shipped.txt") == "shipped"
+    assert not Path(created["path"]).exists()
+    expect(row(page, "shipping").locator("td.state")).to_contain_text("snapshot")
+
+
+def test_a_merge_conflict_is_shown_and_changes_nothing(page, repo, vwt):
+    created = vwt.new("clashing")
+    where = Path(created["path"])
+    repo.commit("theirs", {"README.md": "# from the worktree\n"}, cwd=where)
+    repo.commit("ours", {"README.md": "# from main\n"})
+    before, branch_before = repo.head(), repo.head(cwd=where)
+    expect(row(page, "clashing").locator("td.ahead")).to_have_text("1")
+    dialog = open_dialog(page, "clashing", "merge")
+    dialog.locator("#confirm-ok").click()
+    box = page.page.locator("#result")
+    expect(box).to_have_class(has_class("refused"))
+    expect(result_line(page)).to_contain_text("conflicts with main in README.md")
+    expect(box.locator("li")).to_contain_text(["conflict: README.md"])
+    assert repo.head() == before and repo.head(cwd=where) == branch_before
+    assert where.is_dir()
+
+
+def test_merging_a_held_worktree_is_refused_with_the_reason(page, repo, vwt, holder):
+    created = vwt.new("taken")
+    repo.commit("work", {"w.txt": "w\n"}, cwd=Path(created["path"]))
+    holder(created["bucket"], "taken")
+    before = repo.head()
+    expect(row(page, "taken")).to_have_class(has_class("held"))
+    dialog = open_dialog(page, "taken", "merge")
+    dialog.locator("#confirm-ok").click()
+    expect(page.page.locator("#result")).to_have_class(has_class("refused"))
+    expect(result_line(page)).to_contain_text("held")
+    assert repo.head() == before

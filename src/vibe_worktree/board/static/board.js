@@ -231,13 +231,13 @@
 
   function resultDetails(outcome) {
     const result = outcome.result || {};
+    const list = (key) => (Array.isArray(result[key]) ? result[key] : []);
     const items = [];
-    for (const c of result.conflicts || []) items.push(`conflict: ${c}`);
-    for (const r of result.removed || []) {
-      if (typeof r === "object") items.push(`${outcome.dry ? "would remove" : "removed"} ${r.bucket}/${r.name}`);
-    }
-    for (const k of result.kept || []) items.push(`kept ${k.bucket}/${k.name}: ${k.reason}`);
-    for (const d of result.reservations_discarded || []) {
+    for (const c of list("conflicts")) items.push(`conflict: ${c}`);
+    const verb = outcome.dry ? "would remove" : "removed";
+    for (const r of list("removed")) items.push(`${verb} ${r.bucket}/${r.name}`);
+    for (const k of list("kept")) items.push(`kept ${k.bucket}/${k.name}: ${k.reason}`);
+    for (const d of list("reservations_discarded")) {
       items.push(`reservation discarded: ${d.bucket}/${d.name}`);
     }
     for (const w of outcome.warnings || []) items.push(`warning: ${w}`);
