@@ -93,7 +93,7 @@ def take(out: Path) -> None:
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=CHROMIUM,
                                                      args=CHROMIUM_ARGS)
-                page = browser.new_page(viewport={"width": 1180, "height": 300})
+                page = browser.new_page(viewport={"width": 1280, "height": 300})
                 page.goto(url)
                 page.wait_for_selector("td.holders .holder")
                 page.screenshot(path=str(out), full_page=True)
