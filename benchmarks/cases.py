@@ -341,6 +341,16 @@ def list_all(sb: Sandbox, records: int) -> Sample:
     return Sample(result.seconds, result.peak_mib)
 
 
+def _ready(name: str) -> Callable[[Config, Outcome], list[Outcome]]:
+    """A benchmark of benchmarks/ready.py (imported late: it imports this module)."""
+    def run(cfg: Config, out: Outcome) -> list[Outcome]:
+        from benchmarks import ready
+
+        fn: Callable[[Config, Outcome], list[Outcome]] = getattr(ready, name)
+        return fn(cfg, out)
+    return run
+
+
 @dataclass(frozen=True)
 class Bench:
     id: str
@@ -358,5 +368,6 @@ BENCHMARKS: dict[str, Bench] = {
         Bench("B4", "prune --keep 0", 1.0, b4),
         Bench("B5", "--version vs python -c pass", 4.0, b5),
         Bench("B6", "list --no-status --json vs --version", 3.0, b6),
+        Bench("B9", "new with a copied node_modules vs add + cp -a", 0.6, _ready("b9")),
     )
 }

@@ -1,8 +1,10 @@
 """Copy untracked-but-needed files (`.env` and the like) into a new worktree.
 
-Which files: those of the main checkout that git ignores *and* that match a
+Which files: those of the main checkout (whole ignored folders such as `node_modules/`
+included) that git ignores *and* that match a
 pattern of `<repo_root>/.worktreeinclude` (gitignore syntax) or of
-`worktree_include` in `<home>/config.toml`. They are copied, never linked, so a
+`worktree_include` in `<home>/config.toml`. They are copied (`copies.py`: clones where the
+filesystem can, in parallel), never linked, so a
 session cannot change the main checkout's secrets through its worktree. They stay
 ignored in the worktree too (the same .gitignore applies there), so a snapshot
 never stages them.
@@ -15,6 +17,10 @@ from collections.abc import Callable
 
 from .config import include_patterns
 from .errors import VwtError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .git import Git
 
 INCLUDE_FILE = ".worktreeinclude"
 Warn = Callable[[str], None]
@@ -41,7 +47,8 @@ def _split_z(text: str) -> list[str]:
 
 
 def included_files(repo_root: str, patterns: list[str]) -> list[str]:
-    """Relative paths of ignored, untracked files of `repo_root` matching `patterns`."""
+    """Relative paths of ignored, untracked files of `repo_root` matching `patterns`; a
+    whole folder that both select is one entry ending in `/` (`node_modules/`)."""
     import tempfile
 
     from .git import Git
@@ -50,45 +57,34 @@ def included_files(repo_root: str, patterns: list[str]) -> list[str]:
     with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".include") as spec:
         spec.write("\n".join(patterns) + "\n")
         spec.flush()
-        # the patterns act as the "exclude" list, so --ignored selects what they match
-        matching = _split_z(git.out("ls-files", "-z", "--others", "--ignored",
-                                    f"--exclude-from={spec.name}"))
-    if not matching:
-        return []
-    ignored = git.run("check-ignore", "-z", "--stdin", input="\0".join(matching) + "\0",
+        # The patterns act as the "exclude" list, so --ignored selects what they match;
+        # --directory names a folder whose every file they match once, not file by file.
+        listed = _ls_ignored(git, spec.name, ["--directory"], [])
+        ignored = _ignored_by_repo(git, listed)
+        # A folder the patterns select whole but the repository ignores only in part:
+        # ask again about its files one by one.
+        partial = [p for p in listed if p.endswith("/") and p not in ignored]
+        if partial:
+            more = _ls_ignored(git, spec.name, [], partial)
+            listed += more
+            ignored |= _ignored_by_repo(git, more)
+    return [p for p in listed if p in ignored]
+
+
+def _ls_ignored(git: Git, spec: str, options: list[str], folders: list[str]) -> list[str]:
+    return _split_z(git.out("ls-files", "-z", "--others", "--ignored", *options,
+                            f"--exclude-from={spec}", "--", *folders,
+                            env={"GIT_LITERAL_PATHSPECS": "1"}))
+
+
+def _ignored_by_repo(git: Git, paths: list[str]) -> set[str]:
+    if not paths:
+        return set()
+    ignored = git.run("check-ignore", "-z", "--stdin", input="\0".join(paths) + "\0",
                       check=False)
     if ignored.returncode not in (0, 1):  # 1: none of them is ignored
         raise VwtError(f"git check-ignore failed: {ignored.stderr.strip()}")
-    keep = set(_split_z(ignored.stdout))
-    return [p for p in matching if p in keep]
-
-
-def _make_parents(checkout: str, rel: str) -> bool:
-    """Create the folders of `rel` in `checkout`; False when one of them is a symlink.
-
-    A tracked symlink to a folder must not lead the copy outside the checkout.
-    """
-    current = checkout
-    for part in rel.split("/")[:-1]:
-        current = os.path.join(current, part)
-        if os.path.islink(current):
-            return False
-        if not os.path.isdir(current):
-            os.mkdir(current)
-    return True
-
-
-def _copy_one(repo_root: str, checkout: str, rel: str) -> bool:
-    source = os.path.join(repo_root, rel)
-    destination = os.path.join(checkout, rel)
-    if os.path.lexists(destination) or not os.path.lexists(source):
-        return False  # never overwrite what the checkout already has
-    if not _make_parents(checkout, rel):
-        return False
-    import shutil
-
-    shutil.copy2(source, destination, follow_symlinks=False)
-    return True
+    return set(_split_z(ignored.stdout))
 
 
 def copy_included_files(repo_root: str, checkout: str, home: str,
@@ -106,11 +102,10 @@ def copy_included_files(repo_root: str, checkout: str, home: str,
     except VwtError as exc:
         warn(f"files of {INCLUDE_FILE} not copied: {exc.message}")
         return []
-    copied = []
+    from .copies import copy_files, walk
+
+    paths = []
     for rel in sorted(wanted):
-        try:
-            if _copy_one(repo_root, checkout, rel):
-                copied.append(rel)
-        except OSError as exc:
-            warn(f"could not copy {rel} into the worktree: {exc.strerror or exc}")
-    return copied
+        paths += walk(repo_root, rel.rstrip("/")) if rel.endswith("/") else [rel]
+    return [p for p in copy_files(repo_root, checkout, paths, warn).copied
+            if not p.endswith("/")]
