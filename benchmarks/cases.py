@@ -369,5 +369,6 @@ BENCHMARKS: dict[str, Bench] = {
         Bench("B5", "--version vs python -c pass", 4.0, b5),
         Bench("B6", "list --no-status --json vs --version", 3.0, b6),
         Bench("B9", "new with a copied node_modules vs add + cp -a", 0.6, _ready("b9")),
+        Bench("B10", "new --sparse vs a full worktree add", 0.15, _ready("b10")),
     )
 }

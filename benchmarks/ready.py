@@ -7,6 +7,7 @@ import os
 from benchmarks.cases import WARMUP, Config, claims_dir, forget_worktree, new_checkout, timed
 from benchmarks.fixtures import Repo, make_repo
 from benchmarks.measure import Outcome, Sample, alternate
+from benchmarks.proc import BenchError
 from benchmarks.sandbox import Sandbox
 
 PER_PACKAGE = 20
@@ -61,5 +62,37 @@ def b9(cfg: Config, out: Outcome) -> list[Outcome]:
 
         tool(WARMUP)
         base(WARMUP)
+        out.tool, out.base = alternate(cfg.pick(5, 3), tool, base)
+    return []
+
+
+def b10(cfg: Config, out: Outcome) -> list[Outcome]:
+    nfiles = cfg.pick(20_000, 5_000)
+    folders = [f"pkg{p:04d}" for p in range(nfiles // 20 // 100)]  # a twentieth of the tree
+    out.what = f"new --sparse ({len(folders) * 100} of {nfiles} files) vs full worktree add"
+    with cfg.sandbox("b10") as sb:
+        repo = make_repo(sb, sb.path("repo"), nfiles)
+        base_dir = sb.path("baseline-worktrees")
+        base_dir.mkdir()
+        last = f"{folders[-1]}/mod099.py"
+        sparse = [arg for folder in folders for arg in ("--sparse", folder)]
+
+        def tool(i: int) -> Sample:
+            name = f"b10-tool-{i}"
+            result = sb.vwt(["new", name, "--no-fetch", "--no-hooks", *sparse], cwd=repo.path,
+                            sync=True)
+            path = new_checkout(sb, result, last)
+            if (path / f"pkg{len(folders):04d}").exists():
+                raise BenchError(f"vwt new --sparse checked out more than {folders}")
+            forget_worktree(sb, repo, name, path, claims_dir(sb.vibe_home, path.parent.name) / name)
+            return Sample(result.seconds, result.peak_mib)
+
+        def base(i: int) -> Sample:
+            name = f"b10-git-{i}"
+            path = base_dir / name
+            result = timed(sb, ["git", "worktree", "add", "-q", "-b", name, str(path)], repo.path)
+            forget_worktree(sb, repo, name, path, None)
+            return Sample(result.seconds)
+
         out.tool, out.base = alternate(cfg.pick(5, 3), tool, base)
     return []

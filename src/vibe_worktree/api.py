@@ -246,14 +246,22 @@ class Worktrees:
     # -- create ---------------------------------------------------------------------------
     def create(self, name: str | None = None, *, prompt: str | None = None,
                branch: str | None = None, from_ref: str | None = None,
-               fetch: bool = True, hooks: bool = True, ask: Ask | None = None) -> Created:
+               fetch: bool = True, hooks: bool = True, ask: Ask | None = None,
+               sparse: Sequence[str] | None = None) -> Created:
         """Create a worktree (or reuse NAME after validating it).
 
         `hooks`: run the post_create hooks of a new worktree. `ask`: called with an
         unapproved project hook, True runs and approves it; without it such a hook is
-        skipped with a warning.
+        skipped with a warning. `sparse`: folders of a cone-mode sparse checkout (None:
+        `sparse` of the start point's `.vibe/worktree.toml`, if any).
         """
         from . import create as _create  # only creating pays for it
+
+        dirs = None
+        if sparse:
+            from .sparse import normalise
+
+            dirs = normalise(sparse)
 
         if hooks and os.path.exists(f"{self.root.home}/worktree.toml"):
             from .hooks import check_user_file
@@ -261,12 +269,12 @@ class Worktrees:
             check_user_file(self.root.home)  # broken: fail before anything is created
         if name is not None:
             created = _create.create_named(self.root, self.cwd, name, branch, from_ref, fetch,
-                                           self._output)
+                                           self._output, dirs)
         elif branch is not None:
             raise VwtError("--branch needs a NAME; an automatic name has its own vibe/ branch", 2)
         else:
             created = _create.create_auto(self.root, self.cwd, prompt, from_ref, fetch,
-                                          self._output)
+                                          self._output, dirs)
         return self._post_create(created, ask) if hooks and created.created else created
 
     def restore(self, name: str, *, hooks: bool = True, ask: Ask | None = None) -> Created:
@@ -276,7 +284,7 @@ class Worktrees:
         return self._post_create(created, ask) if hooks else created
 
     def _post_create(self, created: Created, ask: Ask | None) -> Created:
-        if not _any_hooks_file(self.root.home, created.path):
+        if not created.sparse and not _any_hooks_file(self.root.home, created.path):
             return created
         from . import hooks as _hooks
 
@@ -284,7 +292,8 @@ class Worktrees:
                              created.path, created.repo_root, created.base_commit)
         runner = _hooks.Runner(self.root.home, self.warn, ask)
         claim = self.root.claim(created.bucket, created.name)
-        return created._replace(hooks=tuple(_hooks.after_create(runner, claim, ctx)))
+        results = _hooks.after_create(runner, claim, ctx, sparse=bool(created.sparse))
+        return created._replace(hooks=tuple(results))
 
     # -- hooks -----------------------------------------------------------------------------
     def hooks(self) -> list[ListedHook]:

@@ -193,6 +193,8 @@ def _new_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-b", "--branch", help="branch to create or check out (default: NAME)")
     p.add_argument("--from", dest="from_ref", metavar="REF", help="start point of a new branch")
     p.add_argument("--no-fetch", action="store_true", help="do not fetch the remote first")
+    p.add_argument("--sparse", action="append", metavar="DIR",
+                   help="check out only DIR (repeat for more; plus the top-level files)")
     _no_hooks_flag(p)
     _cd_flag(p)
 
@@ -350,7 +352,8 @@ def _refuse_json_with_cd(ns: argparse.Namespace) -> None:
 def cmd_new(wt: Worktrees, ns: argparse.Namespace) -> int:
     _refuse_json_with_cd(ns)
     created = wt.create(ns.name, prompt=ns.prompt, branch=ns.branch, from_ref=ns.from_ref,
-                        fetch=not ns.no_fetch, hooks=not ns.no_hooks, ask=_hook_asker())
+                        fetch=not ns.no_fetch, hooks=not ns.no_hooks, ask=_hook_asker(),
+                        sparse=getattr(ns, "sparse", None))
     if ns.json:
         _print_json(created.to_json())
     else:

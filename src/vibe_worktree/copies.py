@@ -88,27 +88,29 @@ def _read_write(method: Method, src: int, dst: int) -> None:
     method.used.add("read_write")
 
 
-def _copy_symlink(method: Method, source: str, destination: str) -> bool:
-    target = os.readlink(source)
-    os.symlink(target, destination)
-    info = os.lstat(source)
+def _copy_symlink(method: Method, name: str, src_dir: int, dst_dir: int) -> bool:
+    target = os.readlink(name, dir_fd=src_dir)
+    os.symlink(target, name, dir_fd=dst_dir)
+    info = os.lstat(name, dir_fd=src_dir)
     if os.utime in os.supports_follow_symlinks:
-        os.utime(destination, ns=(info.st_atime_ns, info.st_mtime_ns), follow_symlinks=False)
+        os.utime(name, ns=(info.st_atime_ns, info.st_mtime_ns), dir_fd=dst_dir,
+                 follow_symlinks=False)
     method.used.add("symlink")
     return True
 
 
-def copy_one(method: Method, source: str, destination: str) -> bool:
-    """Copy one file or symlink; False when there is nothing to copy or the destination
-    already has something there."""
+def copy_one(method: Method, name: str, src_dir: int, dst_dir: int) -> bool:
+    """Copy one file or symlink between two open folders; False when there is nothing to
+    copy or the destination already has something there. (Relative to folder descriptors,
+    as cp does: the kernel resolves one name, not the whole path, for each file.)"""
     try:
-        src = os.open(source, _OPEN_SOURCE)
+        src = os.open(name, _OPEN_SOURCE, dir_fd=src_dir)
     except FileNotFoundError:
         return False
     except OSError as exc:
         if exc.errno == errno.ELOOP:  # a symlink: recreate it, never read through it
             try:
-                return _copy_symlink(method, source, destination)
+                return _copy_symlink(method, name, src_dir, dst_dir)
             except FileExistsError:
                 return False
         raise
@@ -118,7 +120,7 @@ def copy_one(method: Method, source: str, destination: str) -> bool:
             return False  # a FIFO, socket or device: not something to copy
         mode = stat.S_IMODE(info.st_mode)
         try:
-            dst = os.open(destination, _OPEN_DEST, mode | 0o600)
+            dst = os.open(name, _OPEN_DEST, mode | 0o600, dir_fd=dst_dir)
         except FileExistsError:
             return False
         try:
@@ -133,6 +135,38 @@ def copy_one(method: Method, source: str, destination: str) -> bool:
     finally:
         os.close(src)
     return True
+
+
+_OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _copy_folder(method: Method, source_root: str, dest_root: str, rel_dir: str,
+                 names: Sequence[str], warn: Warn) -> list[str]:
+    """Copy `names` of one folder (whose folders on the way were checked)."""
+    prefix = f"{rel_dir}/" if rel_dir else ""
+    done: list[str] = []
+    try:
+        src_dir = os.open(f"{source_root}/{rel_dir}" if rel_dir else source_root, _OPEN_DIR)
+    except OSError as exc:
+        warn(f"could not copy {prefix or './'} into the worktree: {exc.strerror or exc}")
+        return done
+    try:
+        dst_dir = os.open(f"{dest_root}/{rel_dir}" if rel_dir else dest_root, _OPEN_DIR)
+    except OSError as exc:
+        os.close(src_dir)
+        warn(f"could not copy {prefix or './'} into the worktree: {exc.strerror or exc}")
+        return done
+    try:
+        for name in names:
+            try:
+                if copy_one(method, name, src_dir, dst_dir):
+                    done.append(prefix + name)
+            except OSError as exc:
+                warn(f"could not copy {prefix}{name} into the worktree: {exc.strerror or exc}")
+    finally:
+        os.close(src_dir)
+        os.close(dst_dir)
+    return done
 
 
 class _Folders:
@@ -229,25 +263,25 @@ def copy_files(source_root: str, dest_root: str, rels: Sequence[str], warn: Warn
         elif folders.ready(rel):
             wanted.append(rel)
     method = Method()
+    by_folder: dict[str, list[str]] = {}
+    for rel in wanted:
+        folder, _, name = rel.rpartition("/")
+        by_folder.setdefault(folder, []).append(name)
+    # One task per folder: no two threads create files in the same folder (they would
+    # queue on its lock), and each opens the folder once.
+    tasks = [(folder, names[i:i + CHUNK]) for folder, names in by_folder.items()
+             for i in range(0, len(names), CHUNK)]
 
-    def copy_chunk(chunk: Sequence[str]) -> list[str]:
-        done = []
-        for rel in chunk:
-            try:
-                if copy_one(method, f"{source_root}/{rel}", f"{dest_root}/{rel}"):
-                    done.append(rel)
-            except OSError as exc:
-                warn(f"could not copy {rel} into the worktree: {exc.strerror or exc}")
-        return done
+    def copy_task(task: tuple[str, list[str]]) -> list[str]:
+        return _copy_folder(method, source_root, dest_root, task[0], task[1], warn)
 
-    chunks = [wanted[i:i + CHUNK] for i in range(0, len(wanted), CHUNK)]
-    if len(chunks) <= 1 or workers <= 1:
-        results = [copy_chunk(c) for c in chunks]
+    if len(tasks) <= 1 or workers <= 1:
+        results = [copy_task(t) for t in tasks]
     else:
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(max_workers=min(workers, len(chunks))) as pool:
-            results = list(pool.map(copy_chunk, chunks))
+        with ThreadPoolExecutor(max_workers=min(workers, len(tasks))) as pool:
+            results = list(pool.map(copy_task, tasks))
     try:
         folders.finish()
     except OSError as exc:

@@ -61,13 +61,14 @@ class Created(NamedTuple):
     branch_created: bool
     created: bool
     hooks: tuple[HookResult, ...] = ()  # the post_create hooks that ran (or were skipped)
+    sparse: tuple[str, ...] = ()  # the folders of a sparse checkout; empty: a full one
 
     def to_json(self) -> dict[str, object]:
         return dict(
             name=self.name, branch=self.branch, path=self.path, bucket=self.bucket,
             repo_root=self.repo_root, base_commit=self.base_commit,
             branch_created=self.branch_created, created=self.created,
-            hooks=[h.to_json() for h in self.hooks],
+            hooks=[h.to_json() for h in self.hooks], sparse=list(self.sparse),
         )
 
 
@@ -76,6 +77,7 @@ def _created(repo: Repo, record: Record, created: bool) -> Created:
     return Created(
         record.name, record.branch, repo.claim(record.name).checkout, repo.bucket,
         record.repo_root, record.base_commit, record.branch_created, created,
+        sparse=record.sparse,
     )
 
 
@@ -112,7 +114,7 @@ def _finish(
 ) -> Created:
     try:
         checkpoint("new.reserved")
-        _add_worktree(repo, claim, record.branch, start, out)
+        _add_worktree(repo, claim, record.branch, start, out, record.sparse)
         checkpoint("new.added")
         _copy_included(repo, claim, out)
         final = record.with_base(start.commit)
@@ -128,8 +130,10 @@ def _finish(
     return _created(repo, final, True)
 
 
-def _add_worktree(repo: Repo, claim: Claim, branch: str, start: Start, out: Output) -> None:
-    """`git worktree add`, retried when it tripped over another add in progress.
+def _add_worktree(repo: Repo, claim: Claim, branch: str, start: Start, out: Output,
+                  sparse: tuple[str, ...] = ()) -> None:
+    """`git worktree add`, retried when it tripped over another add in progress; with
+    `sparse`, without a checkout, which the sparse set then makes.
 
     git reads every other worktree's admin folder while it adds one; a parallel add
     that has not written its files yet makes it die ("failed to read .../commondir").
@@ -140,8 +144,12 @@ def _add_worktree(repo: Repo, claim: Claim, branch: str, start: Start, out: Outp
             g.worktree_add(
                 repo.git, claim.checkout, branch=branch, start=start.commit,
                 create_branch=start.create_branch, workers=CHECKOUT_WORKERS,
-                progress=out.progress,
+                progress=out.progress, no_checkout=bool(sparse),
             )
+            if sparse:
+                from .sparse import populate
+
+                populate(claim.checkout, sparse)
             return
         except GitFailed as exc:
             if attempt == attempts - 1 or "worktrees/" not in exc.message or _has_git_file(claim):
@@ -213,16 +221,18 @@ def remote_default_commit(git: g.Git, probe: g.Probe, fetch: bool, out: Output) 
     return commit
 
 
-def _new_record(repo: Repo, name: str, branch: str, branch_created: bool) -> Record:
+def _new_record(repo: Repo, name: str, branch: str, branch_created: bool,
+                sparse: tuple[str, ...] = ()) -> Record:
     return Record(
         name=name, branch=branch, repo_root=repo.info.repo_root, base_commit=None,
         branch_created=branch_created, claimed_at=utc_now(),
+        extra={"sparse": list(sparse)} if sparse else {},
     )
 
 
 def create_named(
     root: Root, cwd: str, name: str, branch: str | None, from_ref: str | None, fetch: bool,
-    out: Output,
+    out: Output, sparse: tuple[str, ...] | None = None,
 ) -> Created:
     """`vwt new NAME`: create it, or reuse it after validating the checkout."""
     validate_name(name, as_branch=branch is None)
@@ -239,9 +249,9 @@ def create_named(
         if isinstance(outcome, Created):
             return outcome
         if isinstance(outcome, Holder):
-            start = _start_or_unreserve(repo, probe, claim, outcome, branch, from_ref, fetch,
-                                        out)
-            record = _new_record(repo, name, branch, start.create_branch)
+            start, dirs = _start_or_unreserve(repo, probe, claim, outcome, branch, from_ref,
+                                              fetch, out, sparse)
+            record = _new_record(repo, name, branch, start.create_branch, dirs)
             return _finish(repo, claim, record, outcome, start, out)
         # another process is creating it right now: wait, then look again
         if not wait_for_holder_release(claim, STARTING, STARTING_WAIT):
@@ -251,10 +261,17 @@ def create_named(
 
 def _start_or_unreserve(
     repo: Repo, probe: g.Probe, claim: Claim, starting: Holder, branch: str,
-    from_ref: str | None, fetch: bool, out: Output,
-) -> Start:
+    from_ref: str | None, fetch: bool, out: Output, sparse: tuple[str, ...] | None,
+) -> tuple[Start, tuple[str, ...]]:
+    """The start point and the sparse folders (`--sparse`, else the start point's
+    `.vibe/worktree.toml`); the reservation is undone when either fails."""
     try:
-        return resolve_start(repo, probe, branch, from_ref, fetch, out)
+        start = resolve_start(repo, probe, branch, from_ref, fetch, out)
+        if sparse is None:
+            from .sparse import configured
+
+            sparse = configured(repo.git, repo.info.toplevel, start.commit)
+        return start, sparse
     except BaseException:
         _unreserve(claim, starting)
         raise
@@ -313,7 +330,8 @@ def _resume_reservation(repo: Repo, claim: Claim, record: Record) -> Created | H
 
 
 def create_auto(
-    root: Root, cwd: str, prompt: str | None, from_ref: str | None, fetch: bool, out: Output
+    root: Root, cwd: str, prompt: str | None, from_ref: str | None, fetch: bool, out: Output,
+    sparse: tuple[str, ...] | None = None,
 ) -> Created:
     """`vwt new -p PROMPT`: a fresh worktree named from the prompt, never a reuse."""
     slug = slugify(prompt or "")
@@ -328,9 +346,9 @@ def create_auto(
         reserved = _reserve_first_free(repo, slug, taken)
         if reserved is not None:
             claim, starting, branch = reserved
-            start = _start_or_unreserve(repo, probe, claim, starting, branch, from_ref, fetch,
-                                        out)
-            record = _new_record(repo, claim.name, branch, start.create_branch)
+            start, dirs = _start_or_unreserve(repo, probe, claim, starting, branch, from_ref,
+                                              fetch, out, sparse)
+            record = _new_record(repo, claim.name, branch, start.create_branch, dirs)
             return _finish(repo, claim, record, starting, start, out)
         if not random_name:
             raise VwtError(f"all names from {slug} to {slug}-100 are taken; pass a NAME")
@@ -383,7 +401,12 @@ def restore(repo: Repo, name: str, out: Output) -> Created:
         checkpoint("restore.reserved")
         if not _has_git_file(claim):
             g.worktree_add(git, claim.checkout, branch=branch, start=parent,
-                           create_branch=create_branch, progress=out.progress)
+                           create_branch=create_branch, progress=out.progress,
+                           no_checkout=bool(record.sparse))
+            if record.sparse:
+                from .sparse import populate
+
+                populate(claim.checkout, record.sparse)
         checkpoint("restore.added")
         checkout = validate_for_reuse(claim, record, repo.info.common_dir)
         if g.head_commit(checkout.git) != parent:
@@ -436,7 +459,8 @@ def _reserve_restore(repo: Repo, claim: Claim, entry: Entry, parent: str
         os.rmdir(claim.checkout)
     elif os.path.lexists(claim.checkout):
         raise ValidationFailed(f"{claim.checkout} exists; move it away before restoring")
-    record = _new_record(repo, claim.name, branch, create_branch or entry.recovery.branch_created)
+    record = _new_record(repo, claim.name, branch, create_branch or entry.recovery.branch_created,
+                         entry.recovery.sparse)
     return record, _reserve(claim, record)
 
 

@@ -416,10 +416,12 @@ def fetch_branch(git: Git, remote: str, branch: str, timeout: float,
 
 def worktree_add(
     git: Git, path: str, *, branch: str, start: str | None, create_branch: bool,
-    workers: int = 1, progress: bool = False,
+    workers: int = 1, progress: bool = False, no_checkout: bool = False,
 ) -> None:
     """`git worktree add` as the user would run it (hooks run; git's progress is passed on)."""
     args = ["worktree", "add"] + ([] if progress else ["--quiet"])
+    if no_checkout:
+        args.append("--no-checkout")
     if create_branch:
         args += ["--no-track", "-b", branch, path, start or "HEAD"]
     else:
@@ -429,6 +431,24 @@ def worktree_add(
     config = ["-c", f"checkout.workers={workers}",
               "-c", f"checkout.thresholdForParallelism={PARALLEL_CHECKOUT_THRESHOLD}"]
     Git(git.cwd, housekeeping=False).run(*config, *args, show_progress=progress)
+
+
+def sparse_checkout_set(git: Git, dirs: Sequence[str]) -> None:
+    """Cone-mode sparse checkout of `dirs` (and the top-level files)."""
+    git.run("sparse-checkout", "set", "--cone", "--", *dirs)
+
+
+def checkout_head(git: Git) -> None:
+    """Populate a `--no-checkout` worktree from HEAD (within its sparse set)."""
+    git.run("checkout", "--quiet")  # no pathspec: one would bring back what the set leaves out
+
+
+def file_at(git: Git, commit: str, path: str) -> bytes | None:
+    """The bytes of `path` in `commit`, or None when it has no such file."""
+    result = git.run("cat-file", "blob", f"{commit}:{path}", check=False)
+    if result.returncode != 0:
+        return None
+    return result.stdout.encode("utf-8", "surrogateescape")  # the bytes, as git wrote them
 
 
 def head_commit(git: Git) -> str:

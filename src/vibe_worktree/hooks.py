@@ -189,9 +189,17 @@ def load_file(path: str, source: str) -> list[Hook]:
     return [] if data is None else hooks_of(data, path, source)
 
 
-def load_all(home: str, checkout: str) -> list[Hook]:
-    """User hooks, then project hooks: the order they run in."""
-    return load_file(user_file(home), USER) + load_file(project_file(checkout), PROJECT)
+def load_all(home: str, checkout: str, sparse_commit: str | None = None) -> list[Hook]:
+    """User hooks, then project hooks: the order they run in. `sparse_commit`: the
+    checkout is sparse (`.vibe/` is not in it), read the project's file from this commit."""
+    user = load_file(user_file(home), USER)
+    if sparse_commit is None:
+        return user + load_file(project_file(checkout), PROJECT)
+    from .git import Git, file_at
+
+    raw = file_at(Git(checkout), sparse_commit, PROJECT_FILE)
+    label = f"{PROJECT_FILE} (at {sparse_commit[:12]})"
+    return user + ([] if raw is None else hooks_of(parse_toml(raw, label), label, PROJECT))
 
 
 # -- approvals --------------------------------------------------------------------------------
@@ -427,11 +435,13 @@ def check_user_file(home: str) -> None:
     load_file(user_file(home), USER)
 
 
-def after_create(runner: Runner, claim: Claim, ctx: Context) -> list[HookResult]:
+def after_create(runner: Runner, claim: Claim, ctx: Context, sparse: bool = False
+                 ) -> list[HookResult]:
     """post_create: the user's hooks, then those of the new checkout's own
-    `.vibe/worktree.toml`. Never fails the creation: a broken file is a warning."""
+    `.vibe/worktree.toml` (a sparse one's: of its start point). Never fails the creation:
+    a broken file is a warning."""
     try:
-        found = load_all(runner.home, ctx.path)
+        found = load_all(runner.home, ctx.path, ctx.base_commit if sparse else None)
     except HooksFileError as exc:
         runner.warn(f"{exc.message.removesuffix('; fix it or pass --no-hooks')}; "
                     "no hook of that file ran")

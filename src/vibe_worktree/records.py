@@ -115,6 +115,14 @@ class Record(NamedTuple):
     def reserved(self) -> bool:
         return self.base_commit is None
 
+    @property
+    def sparse(self) -> tuple[str, ...]:
+        """The folders of a sparse checkout (our own optional key; empty: a full one)."""
+        value = self.extra.get("sparse")
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return ()
+        return tuple(value)
+
     def claimed_epoch(self) -> float:
         return parse_timestamp(self.claimed_at)
 
@@ -153,6 +161,14 @@ class Recovery(NamedTuple):
     def branch_created(self) -> bool:
         """Our own addition (readers ignore unknown fields): was the branch ours?"""
         return self.extra.get("branch_created") is True
+
+    @property
+    def sparse(self) -> tuple[str, ...]:
+        """The sparse folders of the removed worktree, so restore recreates the same set."""
+        value = self.extra.get("sparse")
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return ()
+        return tuple(value)
 
     def to_json(self) -> dict[str, Any]:
         data = dict(self.extra)

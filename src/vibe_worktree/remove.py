@@ -174,7 +174,8 @@ def recovery_for(target: Target, ref: str) -> Recovery:
     return Recovery(
         name=record.name, branch=record.branch, repo_root=record.repo_root,
         base_commit=record.base_commit, snapshot_ref=ref, removed_at=utc_now(),
-        extra={"branch_created": record.branch_created},
+        extra={"branch_created": record.branch_created,
+               **({"sparse": list(record.sparse)} if record.sparse else {})},
     )
 
 
