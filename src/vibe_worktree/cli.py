@@ -106,6 +106,8 @@ _HOT: dict[str, tuple[dict[str, str], dict[str, str], tuple[str, ...]]] = {
     ),
 }
 _GLOBAL_OPTIONS = {"--home": "home", "-C": "directory"}
+# What argparse sets that the fast path never parses (`--sparse` repeats: argparse's).
+_HOT_DEFAULTS: dict[str, dict[str, Any]] = {"new": {"sparse": None}}
 
 
 def _parse_hot(argv: list[str], command: str | None) -> SimpleNamespace | None:
@@ -118,6 +120,7 @@ def _parse_hot(argv: list[str], command: str | None) -> SimpleNamespace | None:
     values: dict[str, Any] = dict.fromkeys(_GLOBAL_OPTIONS.values())
     values.update(dict.fromkeys(flags.values(), False))
     values.update(dict.fromkeys((*options.values(), *positionals)))
+    values.update(_HOT_DEFAULTS.get(command, {}))
     names_left = list(positionals)
     known = _GLOBAL_OPTIONS
     args = iter(argv)
