@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import importlib.metadata
 import re
 import tomllib
@@ -30,10 +31,17 @@ def test_the_version_has_one_source():
     assert re.fullmatch(r"\d+\.\d+\.\d+", vibe_worktree.__version__)
 
 
-def test_the_wheel_ships_the_skill_the_schemas_and_the_type_marker():
+def test_the_wheel_ships_every_data_file_of_the_package():
     pyproject = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))
     shipped = pyproject["tool"]["setuptools"]["package-data"]["vibe_worktree"]
     assert {"py.typed", "SKILL.md", "schemas/*.json"} <= set(shipped)
+    package = PROJECT / "src" / "vibe_worktree"
+    data = [path.relative_to(package).as_posix() for path in package.rglob("*")
+            if path.is_file() and path.suffix not in (".py", ".pyc")
+            and "__pycache__" not in path.parts]
+    assert "schemas/new.json" in data
+    unshipped = [f for f in data if not any(fnmatch.fnmatch(f, glob) for glob in shipped)]
+    assert not unshipped, f"add them to [tool.setuptools.package-data]: {unshipped}"
 
 
 def test_the_changelog_has_an_unreleased_section():
