@@ -489,19 +489,25 @@ class Worktrees:
     def merge(self, name: str, *, into: str | None = None, mode: str = "squash",
               message: str | None = None, commit: bool = False, keep: bool = False,
               fetch: bool = True, hooks: bool = True,
-              own_holders: Sequence[str] = ()) -> MergeResult:
+              own_holders: Sequence[str] = (), ask: Ask | None = None) -> MergeResult:
         """Land NAME's commits on the target branch (SPEC §8), then remove it unless `keep`.
 
         Refusals and failures that change nothing are outcomes (`result.exit_code`), not
-        exceptions. `own_holders` as for `remove`. `hooks` is accepted for the lifecycle
-        hooks; none run yet (the document's `hooks` is empty).
+        exceptions. `own_holders` as for `remove`. `hooks`: run the pre_merge, pre_remove
+        and post_merge hooks (`ask` as for `create`).
         """
         from .landing.merge import Request
         from .landing.merge import merge as _merge
 
         own = frozenset([*own_holders, *filter(None, [os.environ.get(HOLDER_ENV)])])
-        request = Request(name, into, mode, message, commit, keep, fetch, own)
-        return _merge(self.claim(name), request, self.warn)
+        run_hooks = None
+        claim = self.claim(name)
+        if hooks and _any_hooks_file(self.root.home, claim.checkout):
+            from .hooks import Runner, for_merge
+
+            run_hooks = for_merge(Runner(self.root.home, self.warn, ask), claim.checkout)
+        request = Request(name, into, mode, message, commit, keep, fetch, own, run_hooks)
+        return _merge(claim, request, self.warn)
 
     def merge_target(self, into: str | None = None) -> str:
         """The short name of the branch `merge` would land NAME on (SPEC §8)."""

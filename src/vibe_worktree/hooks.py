@@ -462,3 +462,32 @@ def before_remove(runner: Runner, ctx: Context) -> tuple[tuple[HookResult, ...],
     how = "timed out" if failed[0].status == TIMED_OUT else f"exited {failed[0].exit_code}"
     return tuple(results), (f"pre_remove hook {failed[0].name} {how}; nothing removed (fix "
                             "it, or pass --no-hooks to remove without hooks)")
+
+
+def for_merge(runner: Runner, checkout: str) -> Callable[..., tuple[tuple[HookResult, ...],
+                                                                   str | None]]:
+    """The hooks of a merge: read once from the worktree's checkout (before it goes),
+    run at each moment with VWT_INTO. pre_merge and pre_remove stop at a failure."""
+    found: list[Hook] | None = None
+
+    def run(kind: str, target: Any, into: str, cwd: str
+            ) -> tuple[tuple[HookResult, ...], str | None]:
+        nonlocal found
+        if found is None:
+            try:
+                found = load_all(runner.home, checkout)
+            except HooksFileError as exc:
+                found = []
+                return (), f"{exc.message}; nothing merged"
+        claim, record = target.claim, target.record
+        ctx = context(runner.home, claim.bucket, claim.name, record.branch, claim.checkout,
+                      record.repo_root, record.base_commit or "", into)
+        results = run_hooks(runner, kind, found, ctx, cwd, stop_on_failure=kind != POST_MERGE)
+        failed = [r for r in results if r.failed]
+        if not failed or kind == POST_MERGE:
+            return tuple(results), None
+        how = "timed out" if failed[0].status == TIMED_OUT else f"exited {failed[0].exit_code}"
+        return tuple(results), (f"{kind} hook {failed[0].name} {how}; nothing changed (fix it, "
+                                "or pass --no-hooks)" if kind == PRE_MERGE else
+                                f"{kind} hook {failed[0].name} {how}")
+    return run

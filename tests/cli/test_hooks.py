@@ -347,3 +347,34 @@ def test_background_flag_on_other_types_is_a_malformed_entry(
     result = vwt("new", "feature", cwd=repo.path)
     assert_error(result, 1, max_lines=1)
     assert "'nope'" in result.err and "background" in result.err
+
+
+# -- merge --------------------------------------------------------------------------------
+def test_merge_runs_pre_merge_pre_remove_and_post_merge_with_the_target_in_vwt_into(
+        repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
+    log = sandbox.tmp / "merge-log"
+    user_hooks(sandbox, *(hook_entry(kind, f'echo "{kind} $VWT_INTO $(pwd)" >> {log}',
+                                     kind=kind)
+                          for kind in ("pre_merge", "pre_remove", "post_merge")))
+    path = vwt.new("feature")["path"]
+    repo.commit("work", {"work.txt": "done\n"}, cwd=Path(path))
+    result = vwt.ok("merge", "feature", "--json").json()
+    assert result["outcome"] == "merged" and result["removed"] is True
+    assert [(h["type"], h["status"]) for h in result["hooks"]] == [
+        ("pre_merge", "ok"), ("pre_remove", "ok"), ("post_merge", "ok")]
+    assert log.read_text().splitlines() == [
+        f"pre_merge main {path}", f"pre_remove main {path}", f"post_merge main {repo.path}"]
+
+
+def test_a_failing_pre_merge_hook_changes_nothing(
+        repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
+    user_hooks(sandbox, hook_entry("tests", "exit 1", kind="pre_merge"))
+    path = vwt.new("feature")["path"]
+    repo.commit("work", {"work.txt": "done\n"}, cwd=Path(path))
+    main_before = repo.rev("main")
+    refused = vwt("merge", "feature", "--json")
+    assert refused.code == 1, str(refused)
+    assert refused.json()["outcome"] == "hook_failed"
+    assert repo.rev("main") == main_before and Path(path).is_dir()
+    landed = vwt.ok("merge", "feature", "--no-hooks", "--json").json()
+    assert landed["outcome"] == "merged" and landed["hooks"] == []

@@ -46,9 +46,10 @@ def _say(message: str, code: int) -> None:
 
 
 def run_merge(wt: Worktrees, ns: argparse.Namespace, print_json: PrintJson) -> int:
+    from ..cli import _hook_asker
     result = wt.merge(ns.name, into=ns.into, mode=ns.mode, message=ns.message,
                       commit=ns.commit, keep=ns.keep, fetch=not ns.no_fetch,
-                      hooks=not ns.no_hooks)
+                      hooks=not ns.no_hooks, ask=_hook_asker())
     _say(result.message, result.exit_code)
     if ns.json:
         print_json(result.to_json())

@@ -62,6 +62,14 @@ EXIT_CODES = {
 
 Warn = Callable[[str], None]
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..hooks import HookResult
+
+# Runs the hooks of one moment (kind, the worktree, the target branch, cwd): their results
+# and why the merge must stop (None to go on).
+RunHooks = Callable[[str, Target, str, str], tuple[tuple["HookResult", ...], str | None]]
+
 
 class MergeResult(NamedTuple):
     """What `merge` did; `to_json` is the §8 document."""
@@ -77,6 +85,7 @@ class MergeResult(NamedTuple):
     snapshot_ref: str | None = None
     head: str | None = None  # the worktree's HEAD when the command finished
     message: str = ""  # what a person should know
+    hooks: tuple[HookResult, ...] = ()  # pre_merge, pre_remove, post_merge, as they ran
 
     @property
     def exit_code(self) -> int:
@@ -87,7 +96,7 @@ class MergeResult(NamedTuple):
             "name": self.name, "outcome": self.outcome, "into": self.into, "mode": self.mode,
             "commit": self.commit, "conflicts": list(self.conflicts), "removed": self.removed,
             "branch_deleted": self.branch_deleted, "snapshot_ref": self.snapshot_ref,
-            "head": self.head, "hooks": [],
+            "head": self.head, "hooks": [h.to_json() for h in self.hooks],
         }
 
 
@@ -100,6 +109,7 @@ class Request(NamedTuple):
     keep: bool
     fetch: bool
     own_holders: frozenset[str]
+    run_hooks: RunHooks | None = None  # None: --no-hooks
 
 
 def merge(claim: Claim, request: Request, warn: Warn) -> MergeResult:
@@ -171,6 +181,11 @@ def _merge_held(entry: Entry, target: Target, tips: Tips, request: Request,
     if inspection.ahead == 0 or integration.integrated is not None:  # step 3
         return _finish(target, inspection, base._replace(outcome=UP_TO_DATE), None,
                        request.keep, None)
+    if request.run_hooks is not None:  # before anything lands
+        ran, stop = request.run_hooks("pre_merge", target, tips.branch, target.claim.checkout)
+        base = base._replace(hooks=ran)
+        if stop:
+            return base._replace(outcome=HOOK_FAILED, message=stop)
     ref = snapshot(target, inspection).ref  # step 4: before any ref moves
     base = base._replace(snapshot_ref=ref)
     checkpoint("merge.snapshotted")
@@ -192,7 +207,14 @@ def _merge_held(entry: Entry, target: Target, tips: Tips, request: Request,
     if moved is not None:
         return base._replace(outcome=moved[0], message=moved[1])
     result = base._replace(outcome=MERGED, commit=landed.commit)
-    return _finish(target, inspection, result, ref, request.keep, landed.commit)
+    result = _finish(target, inspection, result, ref, request.keep, landed.commit,
+                     request.run_hooks, tips.branch)
+    if request.run_hooks is not None:
+        where = g.branch_checked_out_elsewhere(target.repo_git, tips.branch)
+        ran, _problem = request.run_hooks("post_merge", target, tips.branch,
+                                          where or target.record.repo_root)
+        result = result._replace(hooks=result.hooks + ran)
+    return result
 
 
 def _compute(git: g.Git, target: Target, tips: Tips, request: Request, head: str,
@@ -238,9 +260,11 @@ def _update_target(target: Target, tips: Tips, old: str, new: str,
 
 
 def _finish(target: Target, inspection: Inspection, result: MergeResult, ref: str | None,
-            keep: bool, new_tip: str | None) -> MergeResult:
+            keep: bool, new_tip: str | None, run_hooks: RunHooks | None = None,
+            into: str = "") -> MergeResult:
     """Step 7: remove the worktree as `rm` would (a recovery record keeps the snapshot
-    restorable), or with `keep`, move it onto the landed commit."""
+    restorable), or with `keep`, move it onto the landed commit. A failing pre_remove
+    hook keeps the worktree (what landed stays landed)."""
     if keep:
         if new_tip is None:
             return result
@@ -249,6 +273,11 @@ def _finish(target: Target, inspection: Inspection, result: MergeResult, ref: st
             g.reset_keep(housekeeping_git(target.checkout), new_tip)
         write_record(target.claim.record_path, target.record.with_base(new_tip))
         return result._replace(head=new_tip)
+    if run_hooks is not None:
+        ran, stop = run_hooks("pre_remove", target, into, target.claim.checkout)
+        result = result._replace(hooks=result.hooks + ran)
+        if stop:
+            return result._replace(message=f"{stop}; the worktree is kept")
     [(deleted, note)] = remove_all([Doomed(target, inspection, ref,
                                            target.record.branch_created)])
     return result._replace(removed=True, branch_deleted=deleted,
