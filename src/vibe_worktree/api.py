@@ -51,6 +51,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from . import create as _create
     from . import remove as _remove
+    from .collisions import ConflictsResult
     from .create import Created
     from .hooks import Ask, HookResult
     from .hooks import Listed as ListedHook
@@ -383,6 +384,37 @@ class Worktrees:
             return status
         return status._replace(target=landed.target, behind=landed.behind,
                                integrated=landed.integrated)
+
+    def conflicts(self, name: str | None = None, *, all_repos: bool = False,
+                  path: str | None = None) -> ConflictsResult:
+        """Where the ready worktrees will conflict (SPEC §13): against their target branch
+        and with each other. Changes nothing and holds nothing, so it is safe while their
+        sessions work. NAME: its own collisions; `path` (a file or folder relative to the
+        top level): only who changes it; `all_repos`: every repository."""
+        from . import collisions
+
+        if name is not None and all_repos:
+            raise VwtError("NAME and --all do not go together; NAME is in this repository", 2)
+        buckets = self.root.buckets() if all_repos else [self.repo.bucket]
+        if name is not None:
+            entry = require_entry(self.claim(name))
+            require_trusted(entry)
+            if entry.state != READY:
+                raise VwtError(f"{name} is {entry.state}; only a ready worktree has work to "
+                               "compare")
+        where = None
+        if path is not None:
+            toplevel = self._toplevel_or_none() if os.path.isabs(path) else None
+            where = collisions.normalise_path(path, toplevel)
+        return collisions.forecast(self.root, buckets, collisions.Scope(name, where))
+
+    def _toplevel_or_none(self) -> str | None:
+        from .errors import NotARepository
+
+        try:
+            return self.repo.info.toplevel
+        except NotARepository:
+            return None
 
     # -- hold ------------------------------------------------------------------------------
     def hold(self, name: str, holder_id: str | None = None) -> Holder:

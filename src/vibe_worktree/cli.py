@@ -607,6 +607,35 @@ def cmd_hooks(wt: Worktrees, ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _conflicts_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", nargs="?", metavar="NAME",
+                   help="only NAME's conflicts with its target and the pairs that include it")
+    p.add_argument("--all", action="store_true",
+                   help="all repositories (a pair never spans two repositories)")
+    p.add_argument("--path", metavar="PATH",
+                   help="only who changes PATH (a file or folder, relative to the top level)")
+    p.add_argument("--check", action="store_true", help="exit 1 when anything would conflict")
+    p.epilog = "example: vwt conflicts --path src/app.py   (run it before editing a file)"
+
+
+def cmd_conflicts(wt: Worktrees, ns: argparse.Namespace) -> int:
+    from .render import Progress
+
+    with Progress(enabled=_stderr_on_terminal() and not ns.json) as progress:
+        progress.update("vwt: reading worktrees…")
+        result = wt.conflicts(ns.name, all_repos=ns.all, path=ns.path)
+    if ns.json:
+        _print_json(result.to_json())
+    else:
+        from .collisions import describe
+
+        print("\n".join(describe(result, qualify=ns.all)))
+    for row in result.worktrees:
+        if row.error:
+            print(f"vwt: warning: {row.name}: {row.error}", file=sys.stderr)
+    return EXIT_ERROR if ns.check and result.conflicted else EXIT_OK
+
+
 def cmd_mcp(wt: Worktrees, ns: argparse.Namespace) -> int:
     try:
         from .mcp_server import serve
@@ -657,6 +686,8 @@ SUBCOMMANDS: dict[str, tuple[str, Any, Any, bool]] = {
               _merge_args, True),
     "sync": ("rebase a worktree's own commits onto the target branch", cmd_sync, _sync_args,
              True),
+    "conflicts": ("where parallel sessions will conflict, before they do", cmd_conflicts,
+                  _conflicts_args, True),
     "mcp": ("serve vwt as an MCP server on stdio", cmd_mcp, _no_args, False),
     "board": ("serve a local web page of every worktree and act on them (needs the board extra)",
               cmd_board, _board_args, False),

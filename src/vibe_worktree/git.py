@@ -64,6 +64,7 @@ class Git(NamedTuple):
     # merge drivers the repository's own config defines: set to `false`, so a merge that
     # would run one reports a conflict instead of running the repository's command
     neutralised_merge_drivers: tuple[str, ...] = ()
+    extra_config: tuple[tuple[str, str], ...] = ()  # more housekeeping overrides
 
     def command(self, args: Sequence[str]) -> list[str]:
         # `-C` rather than a working directory for the child: posix_spawn has none.
@@ -78,6 +79,7 @@ class Git(NamedTuple):
             pairs += [(f"filter.{driver}.clean", ""), (f"filter.{driver}.smudge", ""),
                       (f"filter.{driver}.process", ""), (f"filter.{driver}.required", "false")]
         pairs += [(f"merge.{driver}.driver", "false") for driver in self.neutralised_merge_drivers]
+        pairs += self.extra_config
         try:
             first = int(os.environ.get("GIT_CONFIG_COUNT", "0"))
         except ValueError:
@@ -467,6 +469,7 @@ class Status(NamedTuple):
     untracked: int
     nested_repos: tuple[str, ...]  # untracked folders that hold a repository of their own
     dirty_submodules: tuple[str, ...]
+    paths: tuple[str, ...] = ()  # every path an entry names (both sides of a rename)
 
 
 def status(git: Git) -> Status:
@@ -480,6 +483,7 @@ def status(git: Git) -> Status:
     changes = untracked = 0
     nested: list[str] = []
     submodules: list[str] = []
+    paths: list[str] = []
     fields = iter(out.split("\0"))
     for entry in fields:
         if not entry:
@@ -494,6 +498,7 @@ def status(git: Git) -> Status:
         elif kind == "?":
             changes += 1
             untracked += 1
+            paths.append(entry[2:])
             if entry.endswith("/"):
                 nested.append(entry[2:])
         elif kind in "12u":
@@ -502,9 +507,14 @@ def status(git: Git) -> Status:
             sub = parts[2] if len(parts) > 2 else "N..."
             if sub.startswith("S") and (sub[2] == "M" or sub[3] == "U"):
                 submodules.append(parts[-1])
+            paths.append(entry.split(" ", _STATUS_FIELDS[kind])[-1])
             if kind == "2":
-                next(fields, None)  # the rename's original path
-    return Status(head, branch, changes, untracked, tuple(nested), tuple(submodules))
+                paths.append(next(fields, ""))  # the rename's original path
+    return Status(head, branch, changes, untracked, tuple(nested), tuple(submodules),
+                  tuple(paths))
+
+
+_STATUS_FIELDS = {"1": 8, "2": 9, "u": 10}  # spaces before the path, per entry kind
 
 
 def count_commits(git: Git, base: str, head: str) -> int:
@@ -593,12 +603,17 @@ def config_file_filter_drivers(git: Git, path: str) -> set[str]:
     return {d for d in drivers if d}
 
 
-def files_using_filters(git: Git, drivers: Iterable[str]) -> list[str]:
-    """Tracked or untracked-not-ignored files whose `filter` attribute names one of `drivers`."""
+def files_using_filters(git: Git, drivers: Iterable[str],
+                        paths: Sequence[str] | None = None) -> list[str]:
+    """Tracked or untracked-not-ignored files (or just `paths`) whose `filter` attribute
+    names one of `drivers`."""
     wanted = set(drivers)
     if not wanted:
         return []
-    files = git.out("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    if paths is None:
+        files = git.out("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    else:
+        files = "".join(f"{path}\0" for path in paths)
     if not files:
         return []
     out = git.out("check-attr", "-z", "--stdin", "filter", input=files)
@@ -844,3 +859,65 @@ def branch_checked_out_elsewhere(git: Git, branch: str) -> str | None:
         if entry.get("branch") == f"refs/heads/{branch}":
             return entry.get("worktree")
     return None
+
+
+# -- trees and merges: what two lines of work would do to each other -------------------------
+
+def changed_paths(git: Git, old: str, new: str) -> list[str]:
+    """Paths that differ between two trees or commits; a rename counts as both its paths."""
+    out = git.out("diff-tree", "-r", "-z", "--name-only", "--no-renames", old, new)
+    return [path for path in out.split("\0") if path]
+
+
+def merge_base(git: Git, a: str, b: str) -> str | None:
+    """The best common ancestor of two commits; None when their histories are unrelated."""
+    result = git.run("merge-base", a, b, check=False)
+    if result.returncode == 1:
+        return None
+    if result.returncode != 0:
+        raise GitFailed(f"git merge-base failed: {first_line(result.stderr)}")
+    return result.stdout.strip() or None
+
+
+def tips_containing(git: Git, commit: str, branches: Iterable[str]) -> set[str]:
+    """The tips of those of `branches` whose history contains `commit`, in one call."""
+    patterns = [f"refs/heads/{b}" for b in dict.fromkeys(branches)]
+    if not patterns:
+        return set()
+    out = git.out("for-each-ref", f"--contains={commit}", "--format=%(objectname)", *patterns)
+    return set(out.split())
+
+
+def merge_many(git: Git, merges: Sequence[tuple[str, str]]) -> list[MergedTree | str]:
+    """Merge each (ours, theirs) pair of commits without touching any checkout or ref, all
+    in one `git merge-tree --stdin` while git accepts them; a merge git refuses (unrelated
+    histories) gives its one-line reason instead, and the rest go on in a new process."""
+    results: list[MergedTree | str] = []
+    while len(results) < len(merges):
+        pending = merges[len(results):]
+        run = git.run("merge-tree", "--write-tree", "--stdin", "-z", "--name-only",
+                      "--no-messages", input="".join(f"{a} {b}\n" for a, b in pending),
+                      check=False)
+        results += _merged_records(run.stdout)[:len(pending)]
+        if run.returncode != 0 and len(results) < len(merges):
+            results.append(first_line(run.stderr))  # the merge git stopped at
+    return results
+
+
+def _merged_records(out: str) -> list[MergedTree | str]:
+    """`<status>\\0<tree>\\0<path>\\0...\\0\\0` per merge; a cut-off last record is dropped."""
+    fields = out.split("\0")
+    records: list[MergedTree | str] = []
+    i = 0
+    while i + 1 < len(fields) and fields[i] in ("0", "1"):
+        clean, tree, paths = fields[i] == "1", fields[i + 1], []
+        j = i + 2
+        while j < len(fields) and fields[j]:
+            paths.append(fields[j])
+            j += 1
+        if j >= len(fields):
+            break
+        records.append(MergedTree(tree if clean else None, tuple(dict.fromkeys(paths))))
+        i = j + 1
+    return records
+

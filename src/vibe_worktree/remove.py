@@ -136,13 +136,19 @@ def same_tree_as(target: Target, inspection: Inspection, tree: str) -> bool:
 def _stage_tree(target: Target) -> str:
     """Stage everything into a throw-away index; the checkout's own index is untouched."""
     assert target.checkout is not None
-    git = housekeeping_git(target.checkout)
-    index = os.path.join(target.checkout.admin_dir, f"vwt-snapshot-{os.urandom(6).hex()}.index")
+    return stage_work(housekeeping_git(target.checkout), target.checkout.admin_dir,
+                      target.checkout.admin_dir)
+
+
+def stage_work(git: g.Git, admin_dir: str, folder: str) -> str:
+    """The tree of everything in the checkout (untracked in, ignored out), staged into a
+    copy of its index made in `folder`; the checkout's own index is never written."""
+    index = os.path.join(folder, f"vwt-snapshot-{os.urandom(6).hex()}.index")
     try:
         import shutil
 
         with suppress(FileNotFoundError):  # no index yet: stage from scratch
-            shutil.copyfile(os.path.join(target.checkout.admin_dir, "index"), index)
+            shutil.copyfile(os.path.join(admin_dir, "index"), index)
         return g.snapshot_tree(git, index)
     finally:
         unlink_if_exists(index)
