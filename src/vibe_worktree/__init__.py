@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .api import Listed, Worktrees, WorktreeStatus
+    from .collisions import CollisionPair, ConflictsResult, WorktreeCollisions
     from .create import Created
     from .errors import VwtError
     from .prune import PruneResult
@@ -21,11 +22,13 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "Worktrees": "api", "Listed": "api", "WorktreeStatus": "api", "Created": "create",
     "VwtError": "errors", "PruneResult": "prune", "Removal": "remove", "Snapshot": "remove",
+    "ConflictsResult": "collisions", "CollisionPair": "collisions",
+    "WorktreeCollisions": "collisions",
 }
 
 __all__ = [
-    "Created", "Listed", "PruneResult", "Removal", "Snapshot", "VwtError", "WorktreeStatus",
-    "Worktrees", "__version__",
+    "CollisionPair", "ConflictsResult", "Created", "Listed", "PruneResult", "Removal",
+    "Snapshot", "VwtError", "WorktreeCollisions", "WorktreeStatus", "Worktrees", "__version__",
 ]
 
 

@@ -29,7 +29,9 @@ INSTRUCTIONS = (
     "editing files for a task and work only inside the returned `path`. `status` tells what "
     "removing a worktree would lose; `remove` refuses dirty work unless `confirm` is true "
     "(ask the user first; a snapshot is kept) and always refuses a worktree another live "
-    "session holds. Worktrees this session creates or restores are held until it disconnects."
+    "session holds. Worktrees this session creates or restores are held until it disconnects. "
+    "Call `conflicts` with `path` before editing a file and with `name` before merging: it "
+    "says which other sessions change the same paths and where they would conflict."
 )
 DIRECTORY_HELP = "a directory inside the repository (default: where `vwt mcp` was started)"
 
@@ -219,9 +221,14 @@ def _tools(session: Session) -> list[tuple[str, Any]]:
              directory: str | None = None) -> Any:
         return _call(lambda: _sync(session, name, onto, fetch, directory))
 
+    def conflicts(name: str | None = None, all_repos: bool = False, path: str | None = None,
+                  directory: str | None = None) -> Any:
+        return _call(lambda: _result(session.worktrees(directory).conflicts(
+            name, all_repos=all_repos, path=path).to_json()))
+
     return [("create", create), ("list", list_worktrees), ("status", status),
             ("remove", remove), ("snapshot", snapshot), ("restore", restore), ("prune", prune),
-            ("merge", merge), ("sync", sync)]
+            ("merge", merge), ("sync", sync), ("conflicts", conflicts)]
 
 
 DESCRIPTIONS = {
@@ -286,6 +293,17 @@ DESCRIPTIONS = {
         "remote-tracking branch when it is ahead) inside its checkout. Outcomes: synced, "
         "up_to_date, conflict (nothing changed; paths in `conflicts`), kept_dirty. Returns "
         "{name, outcome, onto, head, conflicts, message}."
+    ),
+    "conflicts": (
+        "Where parallel sessions will conflict, before they do: call it before editing a "
+        "file (`path`: that file or folder, relative to the top level) and before merging "
+        "(`name`: your worktree). Reads every ready worktree's work (uncommitted and "
+        "untracked changes included) without changing or locking anything. Returns "
+        "{worktrees: [{name, bucket, branch, target, changed, target_conflicts, error}], "
+        "pairs: [{bucket, a, b, overlap, conflicts}]}: `target_conflicts` are the paths that "
+        "would conflict when merged into the target branch, a pair's `overlap` the paths both "
+        "changed and its `conflicts` those that would conflict between them. `all_repos`: "
+        "every repository."
     ),
 }
 

@@ -1,0 +1,52 @@
+"""The pieces of `vwt conflicts`: path rules, and batched merges on real repositories."""
+
+from __future__ import annotations
+
+import pytest
+
+from vibe_worktree import git as g
+from vibe_worktree.collisions import meet, normalise_path, under
+from vibe_worktree.errors import VwtError
+
+
+def test_paths_meet_on_a_shared_path_or_a_file_against_a_folder() -> None:
+    assert meet(frozenset({"src/a.py"}), frozenset({"src/a.py", "x"}))
+    assert meet(frozenset({"lib"}), frozenset({"lib/new.py"})), "a file where a folder appears"
+    assert meet(frozenset({"lib/new.py"}), frozenset({"lib"}))
+    assert not meet(frozenset({"src/a.py"}), frozenset({"src/b.py"})), "siblings never meet"
+    assert not meet(frozenset(), frozenset({"a"}))
+
+
+def test_under_takes_a_folder_for_everything_in_it() -> None:
+    assert under("src/app.py", "src") and under("src", "src") and under("x", "")
+    assert not under("srcs/app.py", "src")
+
+
+def test_path_is_relative_to_the_top_level(tmp_path) -> None:
+    top = tmp_path / "top"
+    (top / "src").mkdir(parents=True)
+    assert normalise_path("./src//app.py", None) == "src/app.py"
+    assert normalise_path("src/", None) == "src"
+    assert normalise_path(".", None) == ""
+    assert normalise_path(str(top / "src" / "app.py"), str(top)) == "src/app.py"
+    for bad, toplevel in (("../x", None), (str(tmp_path / "elsewhere"), str(top)),
+                          ("/abs", None)):
+        with pytest.raises(VwtError) as caught:
+            normalise_path(bad, toplevel)
+        assert caught.value.exit_code == 2
+
+
+def test_one_refused_merge_does_not_stop_the_others(repo) -> None:
+    base = repo.head()
+    ours = repo.commit("ours", {"README.md": "# ours\n"})
+    repo.git("checkout", "-q", "-b", "theirs", base)
+    theirs = repo.commit("theirs", {"README.md": "# theirs\n"})
+    repo.git("checkout", "-q", "--orphan", "stranger")
+    stranger = repo.commit("unrelated", {"README.md": "# stranger\n"})
+    git = g.Git(str(repo.path))
+    found = g.merge_many(git, [(ours, theirs), (ours, stranger), (theirs, base), (ours, theirs)])
+    assert isinstance(found[0], g.Merged) and found[0].conflicts == ("README.md",)
+    assert isinstance(found[1], str) and "unrelated" in found[1]
+    assert isinstance(found[2], g.Merged) and found[2].conflicts == ()
+    assert found[2].tree == repo.git("rev-parse", f"{theirs}^{{tree}}")
+    assert found[3] == found[0]
