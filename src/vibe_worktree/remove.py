@@ -147,8 +147,11 @@ def stage_work(git: g.Git, admin_dir: str, folder: str) -> str:
     try:
         import shutil
 
+        # copy2 keeps the index's mtime, by which git tells a racily clean entry (a file
+        # rewritten with its size in the same clock tick) from a clean one: a fresh mtime
+        # on the copy would make git trust the stale entry and stage the old content.
         with suppress(FileNotFoundError):  # no index yet: stage from scratch
-            shutil.copyfile(os.path.join(admin_dir, "index"), index)
+            shutil.copy2(os.path.join(admin_dir, "index"), index)
         return g.snapshot_tree(git, index)
     finally:
         unlink_if_exists(index)

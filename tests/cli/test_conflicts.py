@@ -105,6 +105,25 @@ def test_untracked_and_uncommitted_changes_are_part_of_the_work(story, vwt):
     assert story.porcelain(a).count("\n") == 3, "the worktree's own state is untouched"
 
 
+def test_same_size_rewrite_in_the_index_clock_tick_is_read_as_changed(story, vwt):
+    """Git tells such a racily clean file by the index file's own mtime: the copy of the
+    index that conflicts and snapshot stage into must keep it, or the old content is used."""
+    a, b = worktree(vwt, "alpha"), worktree(vwt, "beta")
+    readme = b / "README.md"
+    tick = readme.stat().st_mtime_ns
+    readme.write_text("# beta\n")  # the same size as "# demo\n"
+    os.utime(readme, ns=(tick, tick))
+    index = Path(story.git("rev-parse", "--path-format=absolute", "--git-path", "index", cwd=b))
+    os.utime(index, ns=(tick, tick))
+    story.write("README.md", "# alpha\n", base=a)
+    story.write("other.txt", "so that alpha's index is copied too\n", base=a)
+    doc = conflicts(vwt)
+    assert rows(doc)["beta"]["changed"] == 1
+    assert pairs(doc)[("alpha", "beta")]["conflicts"] == ["README.md"]
+    snap = vwt.ok("snapshot", "beta", "--json").json()
+    assert story.git("show", f"{snap['commit']}:README.md") == "# beta"
+
+
 def test_ignored_files_are_left_out(story, vwt):
     a, b = worktree(vwt, "alpha"), worktree(vwt, "beta")
     for where, who in ((a, "alpha"), (b, "beta")):
