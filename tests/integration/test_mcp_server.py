@@ -202,6 +202,7 @@ def test_every_tool_result_matches_its_schema(box: Box) -> None:
         await checked(client, "list", status=False)
         await checked(client, "status", name="tour")
         await checked(client, "snapshot", name="tour")
+        await checked(client, "conflicts", name="tour")
         with open(f"{created['path']}/notes.txt", "w") as handle:
             handle.write("unsaved\n")
         assert (await checked(client, "remove", name="tour"))["message"]
