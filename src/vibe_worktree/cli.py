@@ -615,7 +615,6 @@ def _conflicts_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--path", metavar="PATH",
                    help="only who changes PATH (a file or folder, relative to the top level)")
     p.add_argument("--check", action="store_true", help="exit 1 when anything would conflict")
-    p.epilog = "example: vwt conflicts --path src/app.py   (run it before editing a file)"
 
 
 def cmd_conflicts(wt: Worktrees, ns: argparse.Namespace) -> int:
@@ -721,6 +720,8 @@ EXAMPLES: dict[str | None, str] = {
     "schema": "vwt schema\nvwt schema list",
     "hooks": "vwt hooks\nvwt hooks approve deps\nvwt hooks revoke --all --json",
     "board": "vwt board\nvwt board --port 8765 --no-open   # then open the URL it prints",
+    "conflicts": ("vwt conflicts\nvwt conflicts --path src/app.py --json   # before editing it\n"
+                  "vwt conflicts feature --check   # before merging it"),
 }
 COMPLETE = "__complete"
 
