@@ -45,8 +45,9 @@ def test_one_refused_merge_does_not_stop_the_others(repo) -> None:
     stranger = repo.commit("unrelated", {"README.md": "# stranger\n"})
     git = g.Git(str(repo.path))
     found = g.merge_many(git, [(ours, theirs), (ours, stranger), (theirs, base), (ours, theirs)])
-    assert isinstance(found[0], g.Merged) and found[0].conflicts == ("README.md",)
+    assert isinstance(found[0], g.MergedTree) and found[0].conflicts == ("README.md",)
     assert isinstance(found[1], str) and "unrelated" in found[1]
-    assert isinstance(found[2], g.Merged) and found[2].conflicts == ()
+    assert isinstance(found[2], g.MergedTree) and found[2].conflicts == ()
     assert found[2].tree == repo.git("rev-parse", f"{theirs}^{{tree}}")
+    assert found[0].tree is None, "a conflicted merge has no tree to land"
     assert found[3] == found[0]
