@@ -351,6 +351,17 @@ def _ready(name: str) -> Callable[[Config, Outcome], list[Outcome]]:
     return run
 
 
+def _late(module: str, name: str) -> Callable[[Config, Outcome], list[Outcome]]:
+    """A benchmark of benchmarks/<module>.py, imported when it runs (it imports this one)."""
+    def run(cfg: Config, out: Outcome) -> list[Outcome]:
+        import importlib
+
+        fn: Callable[[Config, Outcome], list[Outcome]] = getattr(
+            importlib.import_module(f"benchmarks.{module}"), name)
+        return fn(cfg, out)
+    return run
+
+
 @dataclass(frozen=True)
 class Bench:
     id: str
@@ -370,5 +381,6 @@ BENCHMARKS: dict[str, Bench] = {
         Bench("B6", "list --no-status --json vs --version", 3.0, b6),
         Bench("B9", "new with a copied node_modules vs add + cp -a", 0.6, _ready("b9")),
         Bench("B10", "new --sparse vs a full worktree add", 0.15, _ready("b10")),
+        Bench("B13", "conflicts --json vs a raw forecast script", 0.7, _late("collisions", "b13")),
     )
 }

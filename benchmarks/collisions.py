@@ -1,0 +1,194 @@
+"""B13 of SPEC.md section 7: `vwt conflicts --json` vs the same forecast by a raw script."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.cases import WARMUP, Config, parse_json
+from benchmarks.fixtures import Repo, Worktree, checkout_path, make_repo, write_record
+from benchmarks.measure import Outcome, Sample, alternate
+from benchmarks.proc import BenchError, measure
+from benchmarks.sandbox import Sandbox
+
+NFILES = 2000
+OVERLAPPING_PAIRS = 6  # worktrees 2p and 2p+1 share a file; the first 3 pairs conflict
+CONFLICTING_PAIRS = 3
+TARGET_FILES = 4  # main moves on: two of its files are files worktrees changed too
+
+Forecast = tuple[dict[str, tuple[str, ...]], dict[tuple[str, str], tuple[str, ...]]]
+
+
+def _file(i: int) -> str:
+    i %= NFILES
+    return f"pkg{i // 100:04d}/mod{i % 100:03d}.py"
+
+
+def _rewrite(path: Path, text: str) -> None:
+    """Replace the file by a new one: the checkouts share their files as hard links."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _admin_dir(checkout: Path) -> Path:
+    text = (checkout / ".git").read_text(encoding="utf-8").strip()
+    return (checkout / text[len("gitdir: "):]).resolve()
+
+
+def build(sb: Sandbox, folder: Path, count: int) -> tuple[Repo, list[Worktree]]:
+    """A 2,000-file repository with `count` managed worktrees, each with 3 changed files:
+    even ones committed, odd ones not; 6 pairs share a file, 3 of them on the same line;
+    then main moves on (2 of its 4 files are files some worktrees changed)."""
+    repo = make_repo(sb, folder / "repo", NFILES)
+    # Checkouts are hard links of the main checkout's files, with a copy of its index:
+    # making 2,000 files per worktree would dominate the run. ctime changes with every
+    # new link, so git is told to trust the rest of the stat data.
+    sb.git("config", "core.trustctime", "false", cwd=repo.path)
+    time.sleep(0.05)  # past the clock tick of the checkout: no entry is racily clean
+    sb.git("update-index", "-q", "--refresh", cwd=repo.path)
+    tops = [p for p in repo.path.iterdir() if p.name != ".git"]
+    worktrees = []
+    for i in range(count):
+        name = f"c-{i:03d}"
+        path = checkout_path(sb.vibe_home, repo.bucket, name)
+        sb.git("worktree", "add", "-q", "--no-checkout", "--no-track", "-b", name, str(path),
+               repo.head, cwd=repo.path)
+        for top in tops:
+            os.link(top, path / top.name) if top.is_file() else shutil.copytree(
+                top, path / top.name, copy_function=os.link)
+        shutil.copyfile(repo.path / ".git" / "index", _admin_dir(path) / "index")
+        write_record(sb.vibe_home, repo, name, i)
+        worktrees.append(Worktree(name, path))
+    for i, wt in enumerate(worktrees):
+        files = [_file(3 * i + k + 7) for k in range(3)]
+        pair, second = divmod(i, 2)
+        if pair < OVERLAPPING_PAIRS:
+            files[2] = _file(3 * (2 * pair) + 2 + 7)  # the first of the pair's third file
+        for k, rel in enumerate(files):
+            target = wt.path / rel
+            lines = target.read_text(encoding="utf-8").splitlines(keepends=True)
+            if k == 2 and pair < CONFLICTING_PAIRS:
+                lines[0] = f"# {wt.name} rewrote the first line\n"
+            elif k == 2 and pair < OVERLAPPING_PAIRS and second:
+                lines.append(f"# {wt.name} added a last line\n")
+            else:
+                lines.insert(0, f"# {wt.name} added a first line\n")
+            _rewrite(target, "".join(lines))
+        if i % 2 == 0:
+            sb.git("commit", "-q", "-am", f"work of {wt.name}", cwd=wt.path)
+    for k in range(TARGET_FILES):  # lands on main: files 7 and 10 belong to c-000 and c-001
+        rel = _file(7 + 3 * k) if k < 2 else _file(NFILES - 1 - k)
+        target = repo.path / rel
+        _rewrite(target, f"# main rewrote {rel}\n" + target.read_text(encoding="utf-8"))
+    sb.git("commit", "-q", "-am", "main moves on", cwd=repo.path)
+    for wt in worktrees:  # settle every index once, as a session's own git would
+        sb.git("update-index", "-q", "--refresh", cwd=wt.path)
+    return repo, worktrees
+
+
+def raw_forecast(sb: Sandbox, repo: Repo, worktrees: list[Worktree]) -> tuple[float, Forecast]:
+    """What a script would run, one step after the other, for every worktree: stage into a
+    copy of its index, write the tree, commit it, list the changed paths, merge with main;
+    then merge every two worktrees that changed a same path."""
+    target = sb.git("rev-parse", "main", cwd=repo.path).strip()
+    os.sync()
+    start = time.perf_counter()
+    commits: dict[str, str] = {}
+    changed: dict[str, set[str]] = {}
+    against_target: dict[str, tuple[str, ...]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for wt in worktrees:
+            index = Path(folder) / f"{wt.name}.index"
+            shutil.copyfile(_admin_dir(wt.path) / "index", index)
+            env = {**sb.env, "GIT_INDEX_FILE": str(index)}
+            measure(["git", "add", "-A"], cwd=wt.path, env=env)
+            tree = measure(["git", "write-tree"], cwd=wt.path, env=env).stdout.strip()
+            commit = measure(["git", "commit-tree", tree, "-p", "HEAD", "-m", "forecast"],
+                             cwd=wt.path, env=sb.env).stdout.strip()
+            names = measure(["git", "diff", "--name-only", "-z", repo.head, commit],
+                            cwd=wt.path, env=sb.env).stdout
+            commits[wt.name], changed[wt.name] = commit, {p for p in names.split("\0") if p}
+            against_target[wt.name] = _merge(sb, repo.path, commit, target)
+        by_path: dict[str, list[str]] = {}
+        for wt in worktrees:
+            for path in changed[wt.name]:
+                by_path.setdefault(path, []).append(wt.name)
+        pairs = {(a, b) for owners in by_path.values() for a in owners for b in owners if a < b}
+        between = {(a, b): _merge(sb, repo.path, commits[a], commits[b]) for a, b in sorted(pairs)}
+    return time.perf_counter() - start, (against_target, between)
+
+
+def _merge(sb: Sandbox, cwd: Path, ours: str, theirs: str) -> tuple[str, ...]:
+    result = measure(["git", "merge-tree", "--write-tree", "--name-only", "-z", "--no-messages",
+                      ours, theirs], cwd=cwd, env=sb.env, check=False)
+    if result.returncode not in (0, 1):
+        raise BenchError(f"git merge-tree failed: {result.stderr.strip()}")
+    return tuple(sorted({p for p in result.stdout.split("\0")[1:] if p}))
+
+
+def tool_forecast(document: Any) -> Forecast:
+    against = {w["name"]: tuple(w["target_conflicts"] or ()) for w in document["worktrees"]}
+    between = {(p["a"], p["b"]): tuple(p["conflicts"]) for p in document["pairs"]}
+    return against, between
+
+
+def check_agreement(document: Any, expected: Forecast, count: int) -> list[str]:
+    """The measurement means nothing if vwt forecasts something else than the script."""
+    if len(document.get("worktrees", [])) != count:
+        raise BenchError(f"vwt conflicts listed {len(document.get('worktrees', []))} worktrees,"
+                         f" expected {count}")
+    errors = [w for w in document["worktrees"] if w["error"]]
+    if errors:
+        raise BenchError(f"vwt conflicts could not read {errors[0]['name']}: {errors[0]['error']}")
+    got = tool_forecast(document)
+    notes = []
+    if got[1] != expected[1]:
+        notes.append(f"pairs differ: vwt {sorted(got[1].items())[:3]} git "
+                     f"{sorted(expected[1].items())[:3]}")
+    wrong = [n for n in expected[0] if got[0].get(n) != expected[0][n]]
+    if wrong:
+        notes.append(f"target conflicts differ on {len(wrong)} worktrees, e.g. {wrong[0]}: "
+                     f"vwt {got[0].get(wrong[0])} git {expected[0][wrong[0]]}")
+    conflicting = sum(1 for c in got[1].values() if c)
+    if (len(got[1]), conflicting) != (OVERLAPPING_PAIRS, CONFLICTING_PAIRS):
+        notes.append(f"fixture: {len(got[1])} pairs, {conflicting} conflicting, expected "
+                     f"{OVERLAPPING_PAIRS} and {CONFLICTING_PAIRS}")
+    return notes
+
+
+def b13(cfg: Config, out: Outcome) -> list[Outcome]:
+    count, rounds = 48, cfg.pick(5, 3)
+    out.what = f"conflicts --json, {count} worktrees of {NFILES} files vs raw script"
+    scaling = Outcome("B13n", f"conflicts --json, {2 * count} vs {count} worktrees", 2.5)
+    with cfg.sandbox("b13") as sb:
+        repo, worktrees = build(sb, sb.path("small"), count)
+        big_repo, _ = build(sb, sb.path("big"), 2 * count)
+        _, expected = raw_forecast(sb, repo, worktrees)  # also the baseline's warm-up
+
+        def conflicts(where: Repo, expect: int) -> Sample:
+            result = sb.vwt(["conflicts", "--json"], cwd=where.path, sync=True)
+            document = parse_json(result)
+            if len(document.get("worktrees", [])) != expect:
+                raise BenchError(f"vwt conflicts listed {len(document['worktrees'])} worktrees")
+            return Sample(result.seconds, result.peak_mib)
+
+        first = parse_json(sb.vwt(["conflicts", "--json"], cwd=repo.path))
+        out.notes += check_agreement(first, expected, count)
+
+        def tool(i: int) -> Sample:
+            return conflicts(repo, count)
+
+        def base(i: int) -> Sample:
+            return Sample(raw_forecast(sb, repo, worktrees)[0])
+
+        out.tool, out.base = alternate(rounds, tool, base)
+        conflicts(big_repo, 2 * count)  # warm-up of the bigger repository
+        tool(WARMUP)
+        scaling.tool, scaling.base = alternate(rounds, lambda i: conflicts(big_repo, 2 * count),
+                                               tool)
+    return [scaling]
