@@ -1,4 +1,4 @@
-"""`python -m benchmarks [--quick] [--json] [--tool PATH] [--keep-tmp] [B1 ... B6]`."""
+"""`python -m benchmarks [--quick] [--json] [--tool PATH] [--keep-tmp] [ID ...]`."""
 
 from __future__ import annotations
 
