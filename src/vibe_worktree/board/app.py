@@ -27,7 +27,7 @@ from ..errors import VwtError
 from . import actions, model
 from .security import Guard, Secrets
 
-REFRESH_SECONDS = 1.0  # live list: re-read at most this often while a page is open
+REFRESH_SECONDS = 1.0  # live list: re-read this often while a page is open
 KEEPALIVE_SECONDS = 15.0
 ASSETS = {  # the only files ever served: name -> content type
     "board.js": "text/javascript; charset=utf-8",
@@ -81,7 +81,11 @@ class Live:
                     await self.refresh()
                 except Exception as exc:  # a failing read must not end the stream
                     print(f"vwt: warning: board refresh failed: {exc}", file=sys.stderr)
-                await asyncio.sleep(max(self._period, time.monotonic() - started))
+                spent = time.monotonic() - started
+                # Once a second; a slow read (hundreds of worktrees) rests half as long as it
+                # took, so a change still shows within about two reads and the CPU is not
+                # kept busy.
+                await asyncio.sleep(max(self._period - spent, spent / 2, 0.2))
         finally:
             self._task = None
 
