@@ -248,15 +248,27 @@ class Worktrees:
     def create(self, name: str | None = None, *, prompt: str | None = None,
                branch: str | None = None, from_ref: str | None = None,
                fetch: bool = True, hooks: bool = True, ask: Ask | None = None,
-               sparse: Sequence[str] | None = None) -> Created:
+               sparse: Sequence[str] | None = None, pr: int | None = None) -> Created:
         """Create a worktree (or reuse NAME after validating it).
 
         `hooks`: run the post_create hooks of a new worktree. `ask`: called with an
         unapproved project hook, True runs and approves it; without it such a hook is
         skipped with a warning. `sparse`: folders of a cone-mode sparse checkout (None:
-        `sparse` of the start point's `.vibe/worktree.toml`, if any).
+        `sparse` of the start point's `.vibe/worktree.toml`, if any). `pr`: start from pull
+        request N of the remote, in branch `pr-N` (NAME defaults to `pr-N`).
         """
         from . import create as _create  # only creating pays for it
+
+        if pr is not None:
+            from . import pulls
+
+            number = pulls.check_number(pr)
+            name = name if name is not None else pulls.branch_for(number)
+            if branch is not None or from_ref is not None or prompt is not None:
+                raise VwtError("--pr sets the branch and the start point; drop -b, --from "
+                               "and -p", 2)
+            from_ref = pulls.start_of(self.root, self.cwd, number, name)
+            branch = pulls.branch_for(number)
 
         dirs = None
         if sparse:

@@ -107,7 +107,7 @@ _HOT: dict[str, tuple[dict[str, str], dict[str, str], tuple[str, ...]]] = {
 }
 _GLOBAL_OPTIONS = {"--home": "home", "-C": "directory"}
 # What argparse sets that the fast path never parses (`--sparse` repeats: argparse's).
-_HOT_DEFAULTS: dict[str, dict[str, Any]] = {"new": {"sparse": None}}
+_HOT_DEFAULTS: dict[str, dict[str, Any]] = {"new": {"sparse": None, "pr": None}}
 
 
 def _parse_hot(argv: list[str], command: str | None) -> SimpleNamespace | None:
@@ -196,6 +196,8 @@ def _new_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-b", "--branch", help="branch to create or check out (default: NAME)")
     p.add_argument("--from", dest="from_ref", metavar="REF", help="start point of a new branch")
     p.add_argument("--no-fetch", action="store_true", help="do not fetch the remote first")
+    p.add_argument("--pr", type=int, metavar="N",
+                   help="start from pull request N of the remote, in branch pr-N")
     p.add_argument("--sparse", action="append", metavar="DIR",
                    help="check out only DIR (repeat for more; plus the top-level files)")
     _no_hooks_flag(p)
@@ -356,7 +358,7 @@ def cmd_new(wt: Worktrees, ns: argparse.Namespace) -> int:
     _refuse_json_with_cd(ns)
     created = wt.create(ns.name, prompt=ns.prompt, branch=ns.branch, from_ref=ns.from_ref,
                         fetch=not ns.no_fetch, hooks=not ns.no_hooks, ask=_hook_asker(),
-                        sparse=getattr(ns, "sparse", None))
+                        sparse=getattr(ns, "sparse", None), pr=getattr(ns, "pr", None))
     if ns.json:
         _print_json(created.to_json())
     else:

@@ -416,6 +416,20 @@ def fetch_branch(git: Git, remote: str, branch: str, timeout: float,
     return None
 
 
+def remotes(git: Git) -> list[str]:
+    return git.out("remote").split()
+
+
+def fetch_ref(git: Git, remote: str, ref: str, into: str, timeout: float) -> bool:
+    """Fetch one ref of `remote` into local `into` (forced); False when it has none."""
+    try:
+        result = git.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote,
+                         f"+{ref}:{into}", check=False, timeout=timeout, new_session=True)
+    except TimedOut:
+        raise GitFailed(f"fetching {ref} from {remote} timed out after {timeout:g} s") from None
+    return result.returncode == 0
+
+
 def worktree_add(
     git: Git, path: str, *, branch: str, start: str | None, create_branch: bool,
     workers: int = 1, progress: bool = False, no_checkout: bool = False,

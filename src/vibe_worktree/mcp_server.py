@@ -173,11 +173,13 @@ def _tools(session: Session) -> list[tuple[str, Any]]:
 
     def create(name: str | None = None, prompt: str | None = None, branch: str | None = None,
                from_ref: str | None = None, fetch: bool = True,
-               directory: str | None = None) -> Any:
+               directory: str | None = None, pr: int | None = None,
+               sparse: list[str] | None = None) -> Any:
         def run() -> Any:
             wt = session.worktrees(directory)
+            # as a caller without a terminal: unapproved project hooks are skipped
             created = wt.create(name, prompt=prompt, branch=branch, from_ref=from_ref,
-                                fetch=fetch)
+                                fetch=fetch, pr=pr, sparse=sparse)
             session.hold(wt, created.name)
             return _result(created.to_json())
         return _call(run)
@@ -236,9 +238,13 @@ DESCRIPTIONS = {
         "Create a git worktree for a task, or reuse NAME if it already exists. Give `name` "
         "(also the branch, unless `branch` is set) or a `prompt` to name it from (branch "
         "vibe/<slug>); neither gives a random name. `from_ref`: start point of a new branch "
-        "(default: the remote's default branch, fetched unless `fetch` is false). Returns "
-        "{name, branch, path, bucket, repo_root, base_commit, branch_created, created}; work "
-        "inside `path`. The worktree is held by this session until it disconnects."
+        "(default: the remote's default branch, fetched unless `fetch` is false). `pr`: start "
+        "from pull request N of the remote, in branch pr-N (name defaults to pr-N). `sparse`: "
+        "folders of a sparse checkout. Lifecycle hooks run: the user's, and project hooks "
+        "already approved (others are skipped; see `hooks` in the result). Returns "
+        "{name, branch, path, bucket, repo_root, base_commit, branch_created, created, hooks, "
+        "sparse}; work inside `path`. The worktree is held by this session until it "
+        "disconnects."
     ),
     "list": (
         "List the managed worktrees of the repository (all repositories with `all_repos`). "
