@@ -346,3 +346,18 @@ def test_merging_a_held_worktree_is_refused_with_the_reason(page, repo, vwt, hol
     expect(page.page.locator("#result")).to_have_class(has_class("refused"))
     expect(result_line(page)).to_contain_text("held")
     assert repo.head() == before
+
+
+# -- collisions (SPEC §13) ------------------------------------------------------------------------
+def test_worktrees_that_will_conflict_are_marked(page, repo, vwt):
+    first, second = vwt.new("left"), vwt.new("right")
+    vwt.new("elsewhere")
+    Path(first["path"], "README.md").write_text("# left\n")
+    Path(second["path"], "README.md").write_text("# right\n")
+    for name, other in (("left", "right"), ("right", "left")):
+        badge = row(page, name).locator("td.state .badge.collides")
+        expect(badge).to_have_text("conflicts", timeout=10_000)
+        assert f"conflicts with {other} in README.md" in badge.get_attribute("title")
+    expect(row(page, "elsewhere").locator(".badge.collides")).to_have_count(0)
+    row(page, "left").locator("td.name a").click()
+    expect(page.page.locator("#detail-facts")).to_contain_text("conflicts with right")

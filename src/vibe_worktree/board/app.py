@@ -29,6 +29,7 @@ from .security import Guard, Secrets
 
 REFRESH_SECONDS = 1.0  # live list: re-read this often while a page is open
 KEEPALIVE_SECONDS = 15.0
+COLLISIONS_SECONDS = (5.0, 30.0)  # forecast again after a change, at most / at least this often
 ASSETS = {  # the only files ever served: name -> content type
     "board.js": "text/javascript; charset=utf-8",
     "board.css": "text/css; charset=utf-8",
@@ -121,11 +122,35 @@ class Board:
         self.keys = keys
         self.live = Live(self._read_list)
         self.page = _asset("board.html").decode()
+        self._marks: dict[tuple[str, str], dict[str, object]] = {}
+        self._marked_at = -1e9
+        self._marked_rows = ""
 
     def _read_list(self) -> str:
         wt = Worktrees(home=self.home, warn=lambda _message: None)
+        rows = model.rows(wt)
+        marks = self._collisions(wt, rows)
+        for row in rows:
+            row["collisions"] = marks.get((str(row["bucket"]), str(row["name"])))
         return json.dumps({"home": wt.root.home, "can_merge": hasattr(wt, "merge"),
-                           "worktrees": model.rows(wt)}, ensure_ascii=True)
+                           "worktrees": rows}, ensure_ascii=True)
+
+    def _collisions(self, wt: Worktrees, rows: list[dict[str, object]]
+                    ) -> dict[tuple[str, str], dict[str, object]]:
+        """The collision forecast costs a merge per overlapping pair: it is redone only when
+        the rows changed (at most every 5 s), and every 30 s in any case."""
+        seen = json.dumps(rows, ensure_ascii=True)
+        age = time.monotonic() - self._marked_at
+        soonest, latest = COLLISIONS_SECONDS
+        if age >= latest or (seen != self._marked_rows and age >= soonest):
+            try:
+                self._marks = model.collisions(wt)
+            except VwtError as exc:
+                print(f"vwt: warning: collision forecast failed: {exc.message}",
+                      file=sys.stderr)
+                self._marks = {}
+            self._marked_at, self._marked_rows = time.monotonic(), seen
+        return self._marks
 
     async def page_view(self, request: Request) -> Response:
         page = self.page.replace("{{csrf}}", html.escape(self.keys.new_page_token()))

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import tempfile
+from typing import Any
 
 from .. import git as g
 from ..api import Worktrees
@@ -43,6 +44,31 @@ def rows(wt: Worktrees) -> list[dict[str, object]]:
         found.append(data)
     found.sort(key=lambda d: (str(d["active_at"] or ""), str(d["name"])), reverse=True)
     return found
+
+
+def collisions(wt: Worktrees) -> dict[tuple[str, str], dict[str, object]]:
+    """(bucket, name) -> where that worktree will conflict (`vwt conflicts --all`, §13):
+    with its target and with other sessions. Empty when this version cannot tell."""
+    forecast = getattr(wt, "conflicts", None)
+    if forecast is None:
+        return {}
+    document = forecast(all_repos=True).to_json()
+    marks: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def mark(bucket: str, name: str) -> dict[str, Any]:
+        return marks.setdefault((bucket, name), {"target": None, "target_conflicts": [],
+                                                 "with": []})
+
+    for worktree in document["worktrees"]:
+        if worktree.get("target_conflicts"):
+            found = mark(worktree["bucket"], worktree["name"])
+            found.update(target=worktree["target"],
+                         target_conflicts=worktree["target_conflicts"])
+    for pair in document["pairs"]:
+        for mine, theirs in ((pair["a"], pair["b"]), (pair["b"], pair["a"])):
+            mark(pair["bucket"], mine)["with"].append(
+                {"name": theirs, "overlap": pair["overlap"], "conflicts": pair["conflicts"]})
+    return marks
 
 
 def holder_details(claim: Claim) -> list[dict[str, object]]:

@@ -86,8 +86,31 @@
   function stateView(row) {
     const cell = [el("span", { class: `badge ${row.state}`, text: row.state })];
     if (row.changes) cell.push(" ", el("span", { class: "badge dirty", text: "dirty" }));
+    const collision = collisionText(row);
+    if (collision) {
+      cell.push(" ", el("span", { class: `badge ${collision.kind}`, title: collision.text,
+        text: collision.kind === "collides" ? "conflicts" : "overlaps" }));
+    }
     if (row.problem) cell.push(el("span", { class: "problem", text: row.problem }));
     return cell;
+  }
+
+  // Where this worktree will conflict (vwt conflicts): with its target, with other sessions.
+  function collisionText(row) {
+    const c = row.collisions;
+    if (!c) return null;
+    const parts = [];
+    if (c.target_conflicts && c.target_conflicts.length) {
+      parts.push(`conflicts with ${c.target} in ${c.target_conflicts.join(", ")}`);
+    }
+    for (const other of c.with || []) {
+      parts.push(other.conflicts.length
+        ? `conflicts with ${other.name} in ${other.conflicts.join(", ")}`
+        : `overlaps ${other.name} in ${other.overlap.join(", ")}`);
+    }
+    if (!parts.length) return null;
+    const conflicting = parts.some((p) => p.startsWith("conflicts"));
+    return { kind: conflicting ? "collides" : "overlaps", text: parts.join("; ") };
   }
 
   function rowView(row, columns) {
@@ -156,7 +179,8 @@
       ["changes", row.changes], ["ahead", row.ahead], ["behind", row.behind],
       ["target", row.target], ["integrated", row.integrated],
       ["claimed", row.claimed_at], ["removed", row.removed_at], ["snapshot", row.snapshot_ref],
-      ["last active", row.active_at], ["problem", row.problem],
+      ["collisions", (collisionText(row) || {}).text], ["last active", row.active_at],
+      ["problem", row.problem],
     ];
     $("#detail-facts").replaceChildren(...facts
       .filter(([, value]) => value !== null && value !== undefined && value !== "")
