@@ -341,6 +341,9 @@ def list_all(sb: Sandbox, records: int) -> Sample:
     return Sample(result.seconds, result.peak_mib)
 
 
+from benchmarks.landing import b7, b8  # noqa: E402 - it uses the helpers above
+
+
 def _ready(name: str) -> Callable[[Config, Outcome], list[Outcome]]:
     """A benchmark of benchmarks/ready.py (imported late: it imports this module)."""
     def run(cfg: Config, out: Outcome) -> list[Outcome]:
@@ -379,6 +382,8 @@ BENCHMARKS: dict[str, Bench] = {
         Bench("B4", "prune --keep 0", 1.0, b4),
         Bench("B5", "--version vs python -c pass", 4.0, b5),
         Bench("B6", "list --no-status --json vs --version", 3.0, b6),
+        Bench("B7", "list --json with integration", 0.7, b7),
+        Bench("B8", "merge vs rebase + update-ref + worktree remove", 0.6, b8),
         Bench("B9", "new with a copied node_modules vs add + cp -a", 0.6, _ready("b9")),
         Bench("B10", "new --sparse vs a full worktree add", 0.15, _ready("b10")),
         Bench("B13", "conflicts --json vs a raw forecast script", 0.7, _late("collisions", "b13")),

@@ -183,16 +183,47 @@ def _listed(entry: Entry, holders: list[str]) -> Listed:
 
 
 def _with_status(row: Listed, entry: Entry, checkout: Checkout,
-                 cache: dict[str, tuple[str, ...]], tips: Tips | None) -> Listed:
+                 cache: dict[str, tuple[str, ...]], tips: Tips | None
+                 ) -> tuple[Listed, str | None]:
+    """The row with status and the cheap integration checks; and HEAD when the expensive
+    checks are still to run (batched per repository by `_finish_integration`)."""
     assert entry.record is not None
     try:
         inspection = inspect_checkout(checkout, entry.record, cache)
-        landed = _integration(checkout, inspection, cache, tips)
+        landed: Integration | int | None = None
+        if tips is not None and inspection.head is not None:
+            from .landing.integration import cheap_check
+
+            landed = cheap_check(housekeeping_git(checkout, cache), inspection.head, tips)
     except VwtError as exc:
-        return _replace(row, problem=exc.message)
+        return _replace(row, problem=exc.message), None
     row = _replace(row, changes=inspection.changes, ahead=inspection.ahead)
-    return row if landed is None else _replace(row, target=landed.target, behind=landed.behind,
-                                               integrated=landed.integrated)
+    if landed is None or tips is None:
+        return row, None
+    if isinstance(landed, int):
+        return _replace(row, target=tips.branch, behind=landed), inspection.head
+    return _replace(row, target=landed.target, behind=landed.behind,
+                    integrated=landed.integrated), None
+
+
+def _finish_integration(rows: list[Listed], undecided: dict[str, list[tuple[int, str]]],
+                        tips: dict[str, Tips | None], cache: dict[str, tuple[str, ...]]) -> None:
+    """The expensive integration checks, a few git processes per repository."""
+    from .landing.integration import finish_checks
+
+    for common_dir, items in undecided.items():
+        repo_tips = tips[common_dir]
+        assert repo_tips is not None
+        git = Git(common_dir, neutralised_filters=cache.get(common_dir, ()))
+        pending = [(head, rows[i].behind or 0) for i, head in items]
+        try:
+            found = finish_checks(git, pending, repo_tips)
+        except VwtError as exc:
+            for i, _head in items:
+                rows[i] = _replace(rows[i], problem=exc.message)
+            continue
+        for (i, _head), landed in zip(items, found, strict=True):
+            rows[i] = _replace(rows[i], integrated=landed.integrated)
 
 
 def _integration(checkout: Checkout, inspection: Inspection,
@@ -360,8 +391,12 @@ class Worktrees:
         tips = _tips_by_repo(c.common_dir for c in checkouts.values())
         done = map_parallel(lambda i: _with_status(rows[i], found[i], checkouts[i], cache,
                                                    tips[checkouts[i].common_dir]), order)
-        for i, row in zip(order, done, strict=True):
+        undecided: dict[str, list[tuple[int, str]]] = {}
+        for i, (row, head) in zip(order, done, strict=True):
             rows[i] = row
+            if head is not None:
+                undecided.setdefault(checkouts[i].common_dir, []).append((i, head))
+        _finish_integration(rows, undecided, tips, cache)
         return rows
 
     def path(self, name: str) -> str:

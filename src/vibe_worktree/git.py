@@ -737,6 +737,37 @@ def merge_tree(git: Git, ours: str, theirs: str) -> MergedTree:
     return MergedTree(None, tuple(dict.fromkeys(paths)))
 
 
+def trees_of(git: Git, commits: Sequence[str]) -> list[str | None]:
+    """The tree of each commit, in one `cat-file --batch-check`."""
+    if not commits:
+        return []
+    out = git.out("cat-file", "--batch-check=%(objectname) %(objecttype)",
+                  input="".join(f"{c}^{{tree}}\n" for c in commits))
+    found: list[str | None] = []
+    for line in out.splitlines():
+        oid, _, kind = line.partition(" ")
+        found.append(oid if kind == "tree" else None)
+    return found
+
+
+def merge_trees(git: Git, pairs: Sequence[tuple[str, str]]) -> list[MergedTree]:
+    """`merge_tree` of many (ours, theirs) pairs in one `merge-tree --stdin`."""
+    if not pairs:
+        return []
+    result = git.run("merge-tree", "--stdin", "-z", "--name-only", "--no-messages",
+                     input="".join(f"{ours} {theirs}\n" for ours, theirs in pairs), check=False)
+    if result.returncode not in (0, 1):
+        raise GitFailed(f"git merge-tree failed: {first_line(result.stderr)}")
+    found = []
+    for record in result.stdout.split("\0\0")[:len(pairs)]:
+        clean, tree, *paths = record.lstrip("\0").split("\0")
+        found.append(MergedTree(tree, ()) if clean == "1"
+                     else MergedTree(None, tuple(dict.fromkeys(p for p in paths if p))))
+    if len(found) != len(pairs):
+        raise GitFailed("git merge-tree --stdin gave fewer results than merges asked")
+    return found
+
+
 def cherry_all_equivalent(git: Git, upstream: str, head: str) -> bool:
     """Every commit of `upstream..head` has a patch-equivalent commit in `upstream`."""
     out = git.out("cherry", upstream, head)

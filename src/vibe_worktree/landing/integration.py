@@ -50,28 +50,56 @@ class Integration(NamedTuple):
 
 def check(git: g.Git, head: str, tips: Tips) -> Integration:
     """The §8 integration of `head` against `tips` (git runs in the worktree or repo)."""
+    found = cheap_check(git, head, tips)
+    if isinstance(found, Integration):
+        return found
+    return finish_checks(git, [(head, found)], tips)[0]
+
+
+def cheap_check(git: g.Git, head: str, tips: Tips) -> Integration | int:
+    """`same_commit` and `ancestor`, one `rev-list` (plus one per distinct `<remote>/T`):
+    the Integration when they decide, else `behind` for `finish_checks`."""
     behind, own = g.left_right_counts(git, tips.commits[0], head)
-    return Integration(tips.branch, behind, _reason(git, head, tips, behind, own))
-
-
-def _reason(git: g.Git, head: str, tips: Tips, behind: int, own: int) -> str | None:
     if head in tips.commits:
-        return SAME_COMMIT
+        return Integration(tips.branch, behind, SAME_COMMIT)
     if own == 0 or any(g.is_ancestor(git, head, tip) for tip in tips.commits[1:]):
-        return ANCESTOR
-    if g.tree_of(git, head) in tips.trees:
-        return SAME_TREE
+        return Integration(tips.branch, behind, ANCESTOR)
+    return behind
+
+
+def finish_checks(git: g.Git, undecided: list[tuple[str, int]], tips: Tips
+                  ) -> list[Integration]:
+    """The expensive reasons for many (head, behind) of one repository: one `cat-file` for
+    all trees, one `merge-tree --stdin` for all merges, then `git cherry` for what is left."""
+    reasons: list[str | None] = [None] * len(undecided)
+    heads = [head for head, _behind in undecided]
+    for i, tree in enumerate(g.trees_of(git, heads)):
+        if tree in tips.trees:
+            reasons[i] = SAME_TREE
+    left = [i for i, reason in enumerate(reasons) if reason is None]
     merging = git._replace(neutralised_merge_drivers=tips.merge_drivers)
-    for tip, tree in zip(tips.commits, tips.trees, strict=True):
-        if g.merge_tree(merging, tip, head).tree == tree:
-            return NO_ADDED_CHANGES
+    pairs = [(tip, heads[i]) for i in left for tip in tips.commits]
+    merged = iter(g.merge_trees(merging, pairs))
+    for i in left:
+        for tree in tips.trees:
+            if next(merged).tree == tree and reasons[i] is None:
+                reasons[i] = NO_ADDED_CHANGES
+    left = [i for i, reason in enumerate(reasons) if reason is None]
+    found = g.map_parallel(lambda i: _patch_equivalent(git, heads[i], undecided[i][1], tips),
+                           left)
+    for i, equivalent in zip(left, found, strict=True):
+        reasons[i] = PATCH_EQUIVALENT if equivalent else None
+    return [Integration(tips.branch, behind, reason)
+            for (_head, behind), reason in zip(undecided, reasons, strict=True)]
+
+
+def _patch_equivalent(git: g.Git, head: str, behind: int, tips: Tips) -> bool:
     for i, tip in enumerate(tips.commits):
         if i == 0 and behind == 0:
             continue  # T has nothing HEAD lacks: no commit of T can be equivalent
         if g.cherry_all_equivalent(git, tip, head):
-            return PATCH_EQUIVALENT
-    return None
-
+            return True
+    return False
 
 
 def integrated(git: g.Git, head: str, into: str | None = None) -> str | None:
