@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from .collisions import CollisionPair, ConflictsResult, WorktreeCollisions
     from .create import Created
     from .errors import VwtError
+    from .landing.merge import MergeResult
+    from .landing.sync import SyncResult
     from .prune import PruneResult
     from .remove import Removal, Snapshot
 
@@ -24,11 +26,13 @@ _EXPORTS = {
     "VwtError": "errors", "PruneResult": "prune", "Removal": "remove", "Snapshot": "remove",
     "ConflictsResult": "collisions", "CollisionPair": "collisions",
     "WorktreeCollisions": "collisions",
+    "MergeResult": "landing.merge", "SyncResult": "landing.sync",
 }
 
 __all__ = [
-    "CollisionPair", "ConflictsResult", "Created", "Listed", "PruneResult", "Removal",
-    "Snapshot", "VwtError", "WorktreeCollisions", "WorktreeStatus", "Worktrees", "__version__",
+    "CollisionPair", "ConflictsResult", "Created", "Listed", "MergeResult", "PruneResult",
+    "Removal", "Snapshot", "SyncResult", "VwtError", "WorktreeCollisions", "WorktreeStatus",
+    "Worktrees", "__version__",
 ]
 
 
