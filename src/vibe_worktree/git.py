@@ -831,6 +831,22 @@ def compare_and_swap(git: Git, ref: str, new: str, old: str, reason: str) -> boo
     return git.ok("update-ref", "-m", reason, ref, new, old)
 
 
+def changed_files_using_filters(git: Git, old: str, new: str, drivers: Iterable[str]
+                                ) -> list[str]:
+    """Files that differ between `old` and `new` whose `filter` attribute names one of
+    `drivers` (checking them out would need the driver)."""
+    wanted = set(drivers)
+    if not wanted:
+        return []
+    paths = git.out("diff", "--name-only", "-z", "--no-renames", old, new)
+    if not paths:
+        return []
+    out = git.out("check-attr", "-z", "--stdin", "filter", input=paths)
+    fields = out.split("\0")
+    return sorted({path for path, _attr, value in zip(fields[0::3], fields[1::3], fields[2::3],
+                                                       strict=False) if value in wanted})
+
+
 def move_checkout_check(git: Git, old: str, new: str) -> str | None:
     """Why moving this checkout from `old` to `new` (as `git merge --ff-only` would) would
     overwrite local changes, untracked files in the way included; None when it would not.

@@ -269,6 +269,22 @@ def test_unrelated_local_changes_of_the_target_checkout_are_kept(repo, vwt):
     assert repo.git("diff", "--cached", "--name-only") == ""
 
 
+def test_target_checkout_needing_a_repository_filter_is_never_smudged(repo, vwt, sandbox):
+    marker = sandbox.tmp / "filter-ran"
+    repo.git("config", "filter.evil.smudge", f"sh -c 'touch {marker}; cat'")
+    repo.git("config", "filter.evil.clean", "cat")
+    repo.commit("attributes", {".gitattributes": "*.dat filter=evil\n"})
+    work(repo, vwt, "feat", {"data.dat": "payload\n"})
+    marker.unlink(missing_ok=True)
+    frozen = Frozen(repo, "feat")
+    data = merge(vwt, "feat", code=1)
+    assert data["outcome"] == "target_dirty" and not marker.exists()
+    frozen.assert_unchanged()
+    repo.git("switch", "-q", "--detach")
+    assert merge(vwt, "feat")["outcome"] == "merged", "with main not checked out, it lands"
+    assert not marker.exists()
+
+
 def test_target_not_checked_out_is_updated_alone(repo, vwt):
     work(repo, vwt, "feat", {"feat.txt": "feature\n"})
     repo.git("switch", "-q", "-c", "elsewhere")

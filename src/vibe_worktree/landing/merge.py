@@ -239,8 +239,15 @@ def _update_target(target: Target, tips: Tips, old: str, new: str,
     repo_git = target.repo_git
     branch = tips.branch
     where = g.branch_checked_out_elsewhere(repo_git, branch)
-    checkout_git = g.Git(where) if where else None
-    if checkout_git is not None:
+    checkout_git = None
+    if where:
+        drivers, _per_worktree = g.repo_filter_drivers(repo_git)
+        checkout_git = g.Git(where, neutralised_filters=drivers)
+        filtered = g.changed_files_using_filters(checkout_git, old, new, drivers)
+        if filtered:  # vwt never runs them, and a file written without its filter is wrong
+            return TARGET_DIRTY, (f"{filtered[0]} uses a filter driver of the repository's own "
+                                  f"config, which vwt never runs; nothing changed (merge it "
+                                  f"yourself in {where})")
         problem = g.move_checkout_check(checkout_git, old, new)
         if problem:
             return TARGET_DIRTY, (f"{branch} is checked out at {where} with local changes the "
