@@ -73,6 +73,9 @@ class Root(NamedTuple):
     def registry_lock(self) -> str:
         return f"{self.claims}/.registry"
 
+    def landing_lock(self, bucket: str) -> str:
+        return f"{self.claims}/.landing-{bucket}"
+
     @property
     def config_file(self) -> str:
         return f"{self.home}/config.toml"

@@ -82,6 +82,12 @@ def registry_lock(root: Root) -> locked:
     return locked(root.registry_lock, root.path)
 
 
+def landing_lock(claim: Claim) -> locked:
+    """Serialises merges from one repository's worktrees, so a second merge reads the
+    target after the first one landed instead of losing the race with target_moved."""
+    return locked(claim.root.landing_lock(claim.bucket), claim.root.path)
+
+
 def new_holder_id(prefix: str = "vwt") -> str:
     return f"{prefix}-{os.getpid()}-{os.urandom(4).hex()}"
 

@@ -21,7 +21,7 @@ from ..errors import (
 )
 from ..faults import checkpoint
 from ..layout import Claim
-from ..locks import acquire_holder, new_holder_id
+from ..locks import acquire_holder, landing_lock, new_holder_id
 from ..records import write_record
 from ..remove import (
     Doomed,
@@ -123,11 +123,17 @@ def merge(claim: Claim, request: Request, warn: Warn) -> MergeResult:
     target = target_for(entry)
     if request.fetch:
         fetch_target(target, request.into, warn)
+    with landing_lock(claim):
+        return _merge_locked(entry, record.branch, target, request)
+
+
+def _merge_locked(entry: Entry, branch: str, target: Target, request: Request) -> MergeResult:
+    claim = entry.claim
     tips = read_tips(target.repo_git, request.into)
     if tips is None:
         raise VwtError("no target branch (no main or master, no remote default); pass --into")
-    if tips.branch == record.branch:
-        raise VwtError(f"{claim.name} is on {record.branch}, the target itself; pass --into")
+    if tips.branch == branch:
+        raise VwtError(f"{claim.name} is on {branch}, the target itself; pass --into")
     base = MergeResult(claim.name, "", tips.branch, request.mode)
     try:  # step 1: another live session's hold refuses, unless the worktree is kept
         hold = acquire_removal(claim, request.own_holders)
