@@ -31,11 +31,13 @@ from .tuples import NamedTuple
 from .worktrees import (
     BROKEN,
     MISSING,
+    ORPHANED,
     READY,
     SNAPSHOT,
     Checkout,
     Entry,
     Inspection,
+    MissingAdmin,
     Repo,
     entries,
     filter_drivers,
@@ -53,11 +55,13 @@ if TYPE_CHECKING:
     from . import remove as _remove
     from .collisions import ConflictsResult
     from .create import Created
+    from .doctor import Report as DoctorReport
     from .hooks import Ask, HookResult
     from .hooks import Listed as ListedHook
     from .landing.integration import Integration, Tips
     from .landing.merge import MergeResult
     from .landing.sync import SyncResult
+    from .orphans import Repaired
     from .prune import PruneResult
     from .remove import Confirm, Removal, Snapshot
 
@@ -385,6 +389,8 @@ class Worktrees:
             try:
                 checkouts[i] = validate_checkout(entry.claim)
                 filter_drivers(checkouts[i], cache)  # one config read per repository
+            except MissingAdmin as exc:  # the repository moved away from under it
+                rows[i] = _replace(rows[i], state=ORPHANED, problem=exc.message)
             except VwtError as exc:
                 rows[i] = _replace(rows[i], problem=exc.message)
         order = list(checkouts)
@@ -607,6 +613,25 @@ class Worktrees:
 
         return prune(self.root, keep, dry_run, self.warn, merged)
 
+    # -- health ----------------------------------------------------------------------------
+    def doctor(self) -> DoctorReport:
+        """Every problem of the home (changes nothing on disk)."""
+        from .doctor import check
+
+        return check(self.root, self.cwd)
+
+    def archive_orphans(self) -> Sequence[Repaired]:
+        """Archive the checkouts of vanished repositories into `<root>/.orphans`."""
+        from .orphans import archive_orphans
+
+        return archive_orphans(self.root, self.cwd)
+
+    def relocate(self) -> Sequence[Repaired]:
+        """Inside a moved repository: bring its worktrees into its current bucket."""
+        from .orphans import relocate
+
+        return relocate(self.root, self.cwd)
+
 
 def _any_hooks_file(home: str, checkout: str) -> bool:
     """Two stats, so that the hooks module (and TOML) loads only where hooks exist."""
@@ -621,6 +646,6 @@ def _load(claim: Claim) -> Entry | None:
 
 
 __all__ = [
-    "BROKEN", "MISSING", "READY", "SNAPSHOT", "Created", "Listed", "NotFound", "ValidationFailed",
-    "WorktreeStatus", "Worktrees",
+    "BROKEN", "MISSING", "ORPHANED", "READY", "SNAPSHOT", "Created", "Listed", "NotFound",
+    "ValidationFailed", "WorktreeStatus", "Worktrees",
 ]

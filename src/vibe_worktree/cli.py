@@ -663,6 +663,18 @@ def cmd_board(wt: Worktrees, ns: argparse.Namespace) -> int:
     return serve(wt, ns.port, open_browser=not ns.no_open)
 
 
+def _doctor_args(p: argparse.ArgumentParser) -> None:
+    from .doctor import add_arguments
+
+    add_arguments(p)
+
+
+def cmd_doctor(wt: Worktrees, ns: argparse.Namespace) -> int:
+    from .doctor import run_command
+
+    return run_command(wt, ns, _print_json)
+
+
 # name: (help, handler, add its arguments, accepts --json)
 SUBCOMMANDS: dict[str, tuple[str, Any, Any, bool]] = {
     "new": ("create (or reuse) a worktree of this repository", cmd_new, _new_args, True),
@@ -698,6 +710,8 @@ SUBCOMMANDS: dict[str, tuple[str, Any, Any, bool]] = {
               cmd_skill, _skill_args, True),
     "schema": ("print the JSON Schema of a command's --json document, or list them",
                cmd_schema, _schema_args, False),
+    "doctor": ("check the whole home for problems, changing nothing (exit 1 when unhealthy)",
+               cmd_doctor, _doctor_args, True),
 }
 # name: what `vwt NAME --help` shows as its example (None: `vwt --help`), a command a line
 EXAMPLES: dict[str | None, str] = {
@@ -724,6 +738,7 @@ EXAMPLES: dict[str | None, str] = {
     "board": "vwt board\nvwt board --port 8765 --no-open   # then open the URL it prints",
     "conflicts": ("vwt conflicts\nvwt conflicts --path src/app.py --json   # before editing it\n"
                   "vwt conflicts feature --check   # before merging it"),
+    "doctor": "vwt doctor --json\nvwt doctor --relocate   # inside a repository you moved",
 }
 COMPLETE = "__complete"
 

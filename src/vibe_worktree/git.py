@@ -662,6 +662,21 @@ def set_ref(git: Git, ref: str, commit: str) -> None:
     git.run("update-ref", ref, commit)
 
 
+def ref_names(git: Git, prefix: str) -> list[str]:
+    """Full names of the refs under `prefix` (such as `refs/vibe/reaped/`), sorted."""
+    out = git.out("for-each-ref", "--format=%(refname)", prefix)
+    return sorted(line for line in out.splitlines() if line)
+
+
+def refs_merged_into_any(git: Git, prefix: str, commits: Sequence[str]) -> set[str]:
+    """The refs under `prefix` whose tips some of `commits` contain (one call)."""
+    if not commits:
+        return set()
+    args = [f"--merged={c}" for c in commits]
+    out = git.out("for-each-ref", "--format=%(refname)", *args, prefix)
+    return {line for line in out.splitlines() if line}
+
+
 def branch_tips(git: Git, branches: Sequence[str]) -> dict[str, str]:
     """{branch: tip} for those of `branches` that exist, in one call."""
     if not branches:

@@ -48,17 +48,30 @@ def _flock_waiting(fd: int, path: str, timeout: float) -> None:
 
 
 class locked:
-    """Hold an exclusive flock on `path` (created if needed) for the block."""
+    """Hold an exclusive flock on `path` (created if needed) for the block.
 
-    def __init__(self, path: str, root: str, timeout: float = LOCK_TIMEOUT) -> None:
+    `create=False` (a reader that must change nothing, such as doctor): a lock file
+    that does not exist is not created and the block runs without it; nobody can be
+    holding a lock that has no file.
+    """
+
+    def __init__(self, path: str, root: str, timeout: float = LOCK_TIMEOUT,
+                 create: bool = True) -> None:
         self.path = path
         self.root = root
         self.timeout = timeout
+        self.create = create
         self._fd: int | None = None
 
     def __enter__(self) -> None:
-        ensure_dir(os.path.dirname(self.path), self.root)
-        fd = _open_lock_file(self.path, create=True)
+        if self.create:
+            ensure_dir(os.path.dirname(self.path), self.root)
+            fd = _open_lock_file(self.path, create=True)
+        else:
+            try:
+                fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except (FileNotFoundError, NotADirectoryError):
+                return
         try:
             _flock_waiting(fd, self.path, self.timeout)
         except BaseException:
@@ -72,14 +85,14 @@ class locked:
             self._fd = None
 
 
-def prune_lock(root: Root) -> locked:
+def prune_lock(root: Root, create: bool = True) -> locked:
     """Serialises create, attach and retention across processes."""
-    return locked(root.prune_lock, root.path)
+    return locked(root.prune_lock, root.path, create=create)
 
 
-def registry_lock(root: Root) -> locked:
+def registry_lock(root: Root, create: bool = True) -> locked:
     """Taken around every change or read of a holder set."""
-    return locked(root.registry_lock, root.path)
+    return locked(root.registry_lock, root.path, create=create)
 
 
 def landing_lock(claim: Claim) -> locked:

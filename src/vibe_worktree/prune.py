@@ -46,9 +46,11 @@ from .tuples import NamedTuple
 from .worktrees import (
     BROKEN,
     MISSING,
+    ORPHANED,
     READY,
     RESERVED,
     Entry,
+    MissingAdmin,
     entries,
     repo_git_for,
     validate_checkout,
@@ -56,6 +58,7 @@ from .worktrees import (
 )
 
 DEFAULT_LIMIT = 15
+ORPHAN_REASON = "orphaned: its repository was moved or deleted (see vwt doctor)"
 RESERVATION_GRACE = 600.0  # seconds an empty reservation may wait for its creator
 
 Warn = Callable[[str], None]
@@ -253,6 +256,9 @@ def _retain(found: list[Entry], limit: int, dry_run: bool, result: PruneResult,
     """Finished sessions and orphaned records go whatever the limit (and, with `merged`,
     landed ones); then, oldest first, while more than `limit` complete records remain.
     Held ones count but are skipped."""
+    for entry in found:  # nothing can be snapshotted without its repository
+        if entry.state == ORPHANED:
+            result.kept.append(_label(entry, reason=ORPHAN_REASON))
     complete = [e for e in found if e.state in (READY, MISSING) and e.record is not None]
     complete.sort(key=lambda e: (e.record.claimed_epoch() if e.record else 0.0,
                                  e.claim.bucket, e.name))
@@ -333,6 +339,9 @@ def _plan(entry: Entry, result: PruneResult, reason: str) -> int:
     try:
         target = target_for(entry)
         problem = snapshot_problem(target, inspect(target))
+    except MissingAdmin:
+        result.kept.append(_label(entry, reason=ORPHAN_REASON))
+        return 0
     except VwtError as exc:
         problem = str(exc)
     if problem and (entry.state != MISSING):
@@ -364,6 +373,8 @@ def _save(entry: Entry, cache: dict[str, tuple[str, ...]]) -> _Saved | str:
                 return _Saved(doomed, None)  # nothing is left to save: checkout and branch gone
             return f"snapshot failed: {exc}"
         return _Saved(doomed._replace(snapshot_ref=entry.claim.snapshot_ref), commit)
+    except MissingAdmin:
+        return ORPHAN_REASON
     except VwtError as exc:
         return str(exc)
 

@@ -22,6 +22,7 @@ from .records import Record, Recovery, utc_now, write_recovery
 from .tuples import NamedTuple
 from .worktrees import (
     MISSING,
+    ORPHANED,
     RESERVED,
     Checkout,
     Entry,
@@ -95,6 +96,11 @@ def target_for(entry: Entry) -> Target:
     record = entry.record
     if record is None or entry.problem is not None:
         raise ValidationFailed(f"{entry.name}: {entry.problem or 'no record'}; not touching it")
+    if entry.state == ORPHANED:
+        raise ValidationFailed(
+            f"{entry.name}: its repository {record.repo_root} is gone; see vwt doctor "
+            "(--relocate inside a moved repository, else --archive-orphans)"
+        )
     if entry.state == MISSING:
         return Target(entry.claim, record, None, repo_git_for(entry.claim, record, None))
     checkout = validate_checkout(entry.claim)

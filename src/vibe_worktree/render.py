@@ -22,6 +22,7 @@ STATE_COLOURS = {
     "missing": "\033[31m",  # red
     "snapshot": "\033[36m",  # cyan
     "broken": "\033[1;31m",  # bold red
+    "orphaned": "\033[35m",  # magenta
 }
 DIM = "\033[2m"
 HEADER = ["NAME", "BRANCH", "STATE", "AHEAD", "BEHIND", "CHANGES", "LANDED", "HOLDERS", "AGE",

@@ -23,6 +23,7 @@ RESERVED = "reserved"
 MISSING = "missing"
 SNAPSHOT = "snapshot"
 BROKEN = "broken"
+ORPHANED = "orphaned"  # its repository (or the checkout's git admin folder) is gone
 
 
 class Repo(NamedTuple):
@@ -56,6 +57,7 @@ class Entry(NamedTuple):
     problem: str | None  # why the record could not be trusted
     has_holders: bool = True  # False: no holders/ folder, so nobody can hold it
     checkout_seen: bool | None = None  # from a listing of the bucket; None: look now
+    repo_seen: bool | None = None  # the record's repo_root is a folder; None: look now
 
     @property
     def name(self) -> str:
@@ -69,6 +71,9 @@ class Entry(NamedTuple):
             return SNAPSHOT
         if self.record.reserved:
             return RESERVED
+        repo = self.repo_seen
+        if not (os.path.isdir(self.record.repo_root) if repo is None else repo):
+            return ORPHANED
         seen = self.checkout_seen
         if not (os.path.lexists(self.claim.checkout) if seen is None else seen):
             return MISSING
@@ -76,7 +81,8 @@ class Entry(NamedTuple):
 
 
 def load_entry(claim: Claim, parents_checked: bool = False,
-               checkout_seen: bool | None = None, with_recovery: bool = True) -> Entry | None:
+               checkout_seen: bool | None = None, with_recovery: bool = True,
+               repos_seen: dict[str, bool] | None = None) -> Entry | None:
     """The claim's entry, or None when it has neither a record nor a recovery record.
 
     A symlink planted anywhere from the root to the claim folder makes it `broken`:
@@ -108,7 +114,12 @@ def load_entry(claim: Claim, parents_checked: bool = False,
     if record is None and recovery is None and problem is None:
         return None
     has_holders = os.access(claim.holders_dir, os.F_OK, follow_symlinks=False)
-    return Entry(claim, record, recovery, problem, has_holders, checkout_seen)
+    repo_seen = None
+    if repos_seen is not None and record is not None:
+        repo_seen = repos_seen.get(record.repo_root)
+        if repo_seen is None:  # one stat per repository, not per record
+            repo_seen = repos_seen[record.repo_root] = os.path.isdir(record.repo_root)
+    return Entry(claim, record, recovery, problem, has_holders, checkout_seen, repo_seen)
 
 
 def _planted_link(claim: Claim) -> str | None:
@@ -123,13 +134,14 @@ def entries(root: Root, buckets: list[str], with_recovery: bool = True) -> list[
     found = []
     if os.path.islink(root.claims):
         return []
+    repos_seen: dict[str, bool] = {}
     for bucket in buckets:
         try:  # one listing of the bucket's checkouts instead of a stat per entry
             checkouts = set(os.listdir(f"{root.path}/{bucket}"))
         except (FileNotFoundError, NotADirectoryError):
             checkouts = set()
         for claim in root.claims_in(bucket):  # only real folders: symlinks are skipped
-            entry = load_entry(claim, True, claim.name in checkouts, with_recovery)
+            entry = load_entry(claim, True, claim.name in checkouts, with_recovery, repos_seen)
             if entry is not None:
                 found.append(entry)
     return found
@@ -200,13 +212,19 @@ def validate_checkout(claim: Claim, common_dir: str | None = None) -> Checkout:
         common = os.path.realpath(os.path.join(admin, commondir))
         head = _read_small(os.path.join(admin, "HEAD"))
     except OSError:
-        raise ValidationFailed(f"{claim.checkout} points at a missing git admin folder") from None
+        raise MissingAdmin(f"{claim.checkout} points at a missing git admin folder ({admin}); "
+                           "its repository was moved or deleted (see vwt doctor)") from None
     if os.path.dirname(admin) != os.path.join(common, "worktrees"):
         raise ValidationFailed(f"{claim.checkout} is not a linked worktree")
     if not bucket_matches(claim.bucket, common) or (common_dir and common != common_dir):
         raise ValidationFailed(f"{claim.checkout} belongs to another repository ({common})")
     head_ref = head[len("ref: "):] if head.startswith("ref: ") else None
     return Checkout(claim.checkout, admin, common, head_ref)
+
+
+class MissingAdmin(ValidationFailed):
+    """The checkout's `.git` file names a git admin folder that is gone (the repository was
+    moved or deleted)."""
 
 
 def validate_for_reuse(claim: Claim, record: Record, common_dir: str) -> Checkout:
