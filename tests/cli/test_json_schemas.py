@@ -81,6 +81,8 @@ def test_every_json_command_of_a_session_matches_its_schema(repo, vwt, holder, t
     shutil.rmtree(repo.checkout("gone"))
     tour("new", "corrupt")
     repo.record_path("corrupt").write_text("{ not json")
+    tour("new", "lost")
+    repo.edit_record("lost", repo_root=str(tmp_path / "moved-away"))
     listed = tour("list")
     assert {row["state"] for row in listed} == schema_enum("list", "items", "properties", "state")
     assert all(row["changes"] is None for row in tour("list", "--no-status"))
