@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks import many
 from benchmarks.fixtures import (
     Repo,
     Worktree,
@@ -386,6 +387,8 @@ BENCHMARKS: dict[str, Bench] = {
         Bench("B8", "merge vs rebase + update-ref + worktree remove", 0.6, b8),
         Bench("B9", "new with a copied node_modules vs add + cp -a", 0.6, _ready("b9")),
         Bench("B10", "new --sparse vs a full worktree add", 0.15, _ready("b10")),
+        Bench("B11", "parallel new+rm cycles vs one after another", 0.8, many.b11),
+        Bench("B12", "list --no-status --json, 5000 records, vs --version", 8.0, many.b12),
         Bench("B13", "conflicts --json vs a raw forecast script", 0.7, _late("collisions", "b13")),
     )
 }

@@ -20,6 +20,9 @@ from .names import path_segment_problem
 STARTING = ".starting"
 REMOVING = ".removing"
 LOCK_TIMEOUT = 300.0
+# `VWT_LOCK_TRACE=<file>`: append `<lock> <seconds waited> <seconds held>` per global lock
+# taken, to measure hold times under load (the benchmarks and the load test use it).
+_TRACE = os.environ.get("VWT_LOCK_TRACE")
 
 
 def _open_lock_file(path: str, *, create: bool) -> int:
@@ -62,6 +65,7 @@ class locked:
         self.timeout = timeout
         self.create = create
         self._fd: int | None = None
+        self._since = self._waited = 0.0
 
     def __enter__(self) -> None:
         if self.create:
@@ -72,17 +76,30 @@ class locked:
                 fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
             except (FileNotFoundError, NotADirectoryError):
                 return
+        asked = time.monotonic()
         try:
             _flock_waiting(fd, self.path, self.timeout)
         except BaseException:
             os.close(fd)
             raise
         self._fd = fd
+        self._since = time.monotonic()
+        self._waited = self._since - asked
 
     def __exit__(self, *exc: object) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+            if _TRACE:
+                _trace(self.path, self._waited, time.monotonic() - self._since)
+
+
+def _trace(path: str, waited: float, held: float) -> None:
+    fd = os.open(_TRACE or "", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:  # one short write with O_APPEND: lines of parallel processes never interleave
+        os.write(fd, f"{os.path.basename(path)} {waited:.6f} {held:.6f}\n".encode())
+    finally:
+        os.close(fd)
 
 
 def prune_lock(root: Root, create: bool = True) -> locked:

@@ -60,6 +60,8 @@ from .worktrees import (
 DEFAULT_LIMIT = 15
 ORPHAN_REASON = "orphaned: its repository was moved or deleted (see vwt doctor)"
 RESERVATION_GRACE = 600.0  # seconds an empty reservation may wait for its creator
+CHUNK = 8  # removals per hold of the `.prune` lock: creates and attaches wait for one pass
+LET_OTHERS_IN = 0.06  # pause between passes: longer than a waiter's longest poll interval
 
 Warn = Callable[[str], None]
 
@@ -134,23 +136,41 @@ def _label(entry: Entry, **more: object) -> dict[str, object]:
 
 def prune(root: Root, keep: int | None = None, dry_run: bool = False,
           warn: Warn = lambda _m: None, merged: bool = False) -> PruneResult:
-    """`merged`: also remove every clean, unheld worktree whose commits are integrated
-    into its target branch (SPEC §8 prune --merged), whatever the limit."""
+    """Retention in passes of at most CHUNK removals, each under the `.prune` lock.
+
+    Between passes the lock is let go for a moment, so `vwt new` and `vwt run` wait for
+    one pass, not for the whole prune. Each pass decides afresh from what is on disk.
+    `merged`: also remove every clean, unheld worktree whose commits are integrated
+    into its target branch (SPEC §8 prune --merged), whatever the limit.
+    """
     limit = worktree_limit(root, keep)
     result = PruneResult()
-    with prune_lock(root):
-        result.stale_holders_removed = _sweep_stale_holders(root, dry_run)
-        found = entries(root, root.buckets())
-        for entry in found:
-            if entry.state == BROKEN:
-                warn(f"{entry.claim.folder}: {entry.problem}; left alone")
-        _settle_reservations(found, dry_run, result, warn)
-        if not dry_run:
-            if empty_trash(root) is None:
-                warn(f"{root.trash} is not a real directory; left alone")
-            found = entries(root, root.buckets())  # settling changed some of them
-        _retain(found, limit, dry_run, result, merged)
-    return result
+    settled: set[tuple[str, str]] = set()  # kept during this prune: not tried again
+    first = True
+    while True:
+        with prune_lock(root):
+            found = _tidy(root, dry_run, result, warn) if first else entries(root, root.buckets())
+            more = _retain(found, limit, dry_run, result, merged, settled,
+                           None if dry_run else CHUNK)
+        first = False
+        if not more:
+            return result
+        time.sleep(LET_OTHERS_IN)
+
+
+def _tidy(root: Root, dry_run: bool, result: PruneResult, warn: Warn) -> list[Entry]:
+    """Stale holders, reservations and `.trash`; returns the entries as they are after."""
+    result.stale_holders_removed = _sweep_stale_holders(root, dry_run)
+    found = entries(root, root.buckets())
+    for entry in found:
+        if entry.state == BROKEN:
+            warn(f"{entry.claim.folder}: {entry.problem}; left alone")
+    _settle_reservations(found, dry_run, result, warn)
+    if not dry_run:
+        if empty_trash(root) is None:
+            warn(f"{root.trash} is not a real directory; left alone")
+        found = entries(root, root.buckets())  # settling changed some of them
+    return found
 
 
 def _sweep_stale_holders(root: Root, dry_run: bool) -> int:
@@ -252,34 +272,58 @@ Reasons = dict[int, str]  # id(entry) -> why it is removed
 
 
 def _retain(found: list[Entry], limit: int, dry_run: bool, result: PruneResult,
-            merged: bool = False) -> None:
+            merged: bool, settled: set[tuple[str, str]], cap: int | None) -> bool:
     """Finished sessions and orphaned records go whatever the limit (and, with `merged`,
     landed ones); then, oldest first, while more than `limit` complete records remain.
-    Held ones count but are skipped."""
+    Held ones count but are skipped, as do those `settled` (kept earlier in this prune).
+    Stops after `cap` attempts and then returns True: the caller runs another pass."""
     for entry in found:  # nothing can be snapshotted without its repository
-        if entry.state == ORPHANED:
+        if entry.state == ORPHANED and _key(entry) not in settled:
             result.kept.append(_label(entry, reason=ORPHAN_REASON))
+            settled.add(_key(entry))
     complete = [e for e in found if e.state in (READY, MISSING) and e.record is not None]
     complete.sort(key=lambda e: (e.record.claimed_epoch() if e.record else 0.0,
                                  e.claim.bucket, e.name))
+    fresh = [e for e in complete if _key(e) not in settled]
     reasons: Reasons = {}
-    for entry in complete:
+    for entry in fresh:
         why = _reap_regardless_of_limit(entry)
         if why:
             reasons[id(entry)] = why
     if merged:
-        candidates = [e for e in complete if id(e) not in reasons and e.state == READY]
+        candidates = [e for e in fresh if id(e) not in reasons and e.state == READY]
         for entry, landed in zip(candidates, map_parallel(_landed, candidates), strict=True):
             if landed:
                 reasons[id(entry)] = MERGED
-    always = [e for e in complete if id(e) in reasons]
-    rest = [e for e in complete if id(e) not in reasons]
-    remaining = len(complete) - _reap(always, dry_run, result, reasons)
+    always = [e for e in fresh if id(e) in reasons]
+    rest = [e for e in fresh if id(e) not in reasons]
+    room = [len(complete) if cap is None else cap]
+
+    def reap(batch: list[Entry]) -> int:
+        room[0] -= len(batch)
+        before = len(result.kept)
+        removed = _reap(batch, dry_run, result, reasons)
+        settled.update((str(k["bucket"]), str(k["name"])) for k in result.kept[before:])
+        return removed
+
+    remaining = len(complete)
+    while always:
+        if room[0] <= 0:
+            return True
+        batch, always = always[:room[0]], always[room[0]:]
+        remaining -= reap(batch)
     position = 0
     while remaining > limit and position < len(rest):
-        batch = rest[position:position + remaining - limit]
+        if room[0] <= 0:
+            return True
+        batch = rest[position:position + min(remaining - limit, room[0])]
         position += len(batch)
-        remaining -= _reap(batch, dry_run, result, reasons)
+        remaining -= reap(batch)
+    return False
+
+
+def _key(entry: Entry) -> tuple[str, str]:
+    return entry.claim.bucket, entry.name
 
 
 def _reap_regardless_of_limit(entry: Entry) -> str | None:

@@ -373,3 +373,19 @@ def test_prune_waits_for_the_shared_prune_lock(repo, vwt, layout, foreign_lock):
     assert "Traceback" not in err
     if pruning.returncode == 0:
         assert names(json.loads(out)["removed"]) == ["victim"]
+
+
+def test_a_long_prune_lets_creators_in_between_passes(repo, vwt, sandbox):
+    """Retention removes at most 8 worktrees per hold of the `.prune` lock, so `vwt new`
+    and `vwt run` wait for one pass, not for the whole prune; the result lists each once."""
+    names = [f"old-{i:02d}" for i in range(20)]
+    for name in names:
+        vwt.new(name)
+    trace = sandbox.tmp / "locks.trace"
+    done = vwt.ok("prune", "--keep", "0", "--json",
+                  env_extra={"VWT_LOCK_TRACE": str(trace)}).json()
+    assert sorted(item["name"] for item in done["removed"]) == names
+    assert done["kept"] == []
+    passes = [line for line in trace.read_text().splitlines() if line.startswith(".prune ")]
+    assert len(passes) == 3  # 8 + 8 + 4
+    assert {row["state"] for row in vwt.list()} == {"snapshot"}

@@ -1,0 +1,197 @@
+"""Many agents at once: 64 sessions over 8 repositories while retention loops.
+
+Each session creates a worktree, holds it with `vwt run` while it writes files and
+commits some of them, and then removes it from inside its hold (as an agent that
+cleans up after itself does) or leaves it for retention. `vwt prune --keep 5` runs in
+a loop the whole time. Afterwards every file a session wrote is in its checkout or in
+a snapshot that `vwt restore` brings back, no call printed a traceback or exited with
+a status the spec does not allow, none took over 60 s, and `vwt doctor` says healthy.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import textwrap
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import VWT_BIN, Repo, Sandbox, Vwt
+
+SESSIONS = 64
+REPOSITORIES = 8
+KEEP = 5
+SLOWEST_CALL = 60.0
+
+# exit statuses a session may see: run refuses (4) or finds the worktree already reaped
+# (1) when retention took it between `new` and the hold, before anything was written
+ALLOWED = {"new": {0}, "run": {0, 1, 4}, "rm": {0}, "prune": {0}, "restore": {0},
+           "doctor": {0}}
+
+WRITER = textwrap.dedent("""\
+    import json, os, subprocess, sys, time
+    name, action, vwt, marker, repo = sys.argv[1:6]
+    os.makedirs("work", exist_ok=True)
+    with open(f"work/{name}-committed.txt", "w") as fh:
+        fh.write(f"committed by {name}\\n")
+    subprocess.run(["git", "add", "-A"], check=True)
+    subprocess.run(["git", "commit", "-q", "-m", f"work of {name}"], check=True)
+    with open(f"work/{name}-uncommitted.txt", "w") as fh:
+        fh.write(f"uncommitted by {name}\\n")
+    report = {"wrote": True}
+    if action == "rm":  # from inside the hold: VWT_HOLDER_ID makes it the caller's own
+        start = time.monotonic()
+        done = subprocess.run([vwt, "rm", name, "-y", "--json"], cwd=repo,
+                              capture_output=True, text=True)
+        report.update(rm_seconds=time.monotonic() - start, rm_code=done.returncode,
+                      rm_out=done.stdout, rm_err=done.stderr)
+    with open(marker, "w") as fh:
+        json.dump(report, fh)
+    """)
+
+
+class Calls:
+    """Every vwt call of the run: command, seconds, exit status, stderr."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.seen: list[tuple[str, float, int, str]] = []
+
+    def add(self, command: str, seconds: float, code: int, err: str) -> None:
+        with self.lock:
+            self.seen.append((command, seconds, code, err))
+
+    def run(self, vwt: Vwt, command: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+        start = time.monotonic()
+        env = vwt.env({"VWT_LOCK_TRACE": str(vwt.sandbox.tmp / "locks.trace")})
+        done = subprocess.run([VWT_BIN, command, *args], cwd=cwd, env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=120)
+        self.add(command, time.monotonic() - start, done.returncode, done.stderr)
+        return done
+
+    def latency_table(self) -> str:
+        lines = [f"{'command':<8} {'calls':>5} {'p50 s':>7} {'p99 s':>7} {'max s':>7}"]
+        for command in sorted({c for c, *_ in self.seen}):
+            times = sorted(s for c, s, *_ in self.seen if c == command)
+            p99 = times[min(len(times) - 1, int(len(times) * 0.99))]
+            lines.append(f"{command:<8} {len(times):>5} {statistics.median(times):>7.3f} "
+                         f"{p99:>7.3f} {times[-1]:>7.3f}")
+        return "\n".join(lines)
+
+
+def session(vwt: Vwt, calls: Calls, repo: Repo, k: int, action: str, sandbox: Sandbox
+            ) -> dict[str, Any]:
+    name = f"s{k:02d}"
+    created = calls.run(vwt, "new", name, "--no-fetch", "--json", cwd=repo.path)
+    assert created.returncode == 0, created.stderr
+    marker = sandbox.tmp / "markers" / name
+    held = calls.run(vwt, "run", name, "--", "python3", str(sandbox.tmp / "writer.py"), name,
+                     action, VWT_BIN, str(marker), str(repo.path), cwd=repo.path)
+    report: dict[str, Any] = {"name": name, "repo": repo, "action": action, "wrote": False,
+                              "run_code": held.returncode}
+    if marker.exists():
+        report.update(json.loads(marker.read_text()))
+        assert held.returncode == 0, f"{name}: the held command failed: {held.stderr}"
+        if action == "rm":
+            calls.add("rm", report["rm_seconds"], report["rm_code"], report["rm_err"])
+    return report
+
+
+def files_of(name: str) -> dict[str, str]:
+    return {f"work/{name}-committed.txt": f"committed by {name}\n",
+            f"work/{name}-uncommitted.txt": f"uncommitted by {name}\n"}
+
+
+def has_files(checkout: Path, files: dict[str, str]) -> bool:
+    return all((checkout / rel).is_file() and (checkout / rel).read_text() == text
+               for rel, text in files.items())
+
+
+def verify_nothing_lost(vwt: Vwt, calls: Calls, report: dict[str, Any]) -> str:
+    """Where the session's files are: `checkout` or `restored`; fails when nowhere."""
+    repo, name = report["repo"], report["name"]
+    files = files_of(name)
+    if repo.record_path(name).exists():
+        assert has_files(repo.checkout(name), files), f"{name}: files missing from checkout"
+        return "checkout"
+    assert repo.recovery_path(name).exists(), f"{name}: no checkout and no snapshot to restore"
+    restored = calls.run(vwt, "restore", name, "--json", cwd=repo.path)
+    assert restored.returncode == 0, f"{name}: restore failed: {restored.stderr}"
+    assert has_files(Path(json.loads(restored.stdout)["path"]), files), f"{name}: restore differs"
+    return "restored"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_64_sessions_over_8_repositories_lose_nothing_while_prune_loops(
+        vwt: Vwt, make_repo: Any, sandbox: Sandbox) -> None:
+    repos = [make_repo(f"repo{i}", commits=2) for i in range(REPOSITORIES)]
+    (sandbox.tmp / "writer.py").write_text(WRITER)
+    (sandbox.tmp / "markers").mkdir()
+    calls = Calls()
+    stop = threading.Event()
+
+    def prune_loop() -> int:
+        rounds = 0
+        while not stop.is_set():
+            done = calls.run(vwt, "prune", "--keep", str(KEEP), "--json", cwd=sandbox.tmp)
+            assert done.returncode == 0, done.stderr
+            json.loads(done.stdout)
+            rounds += 1
+        return rounds
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(SESSIONS + 1) as pool:
+        pruning = pool.submit(prune_loop)
+        futures = [pool.submit(session, vwt, calls, repos[k % REPOSITORIES], k,
+                               "rm" if k % 2 == 0 else "leave", sandbox)
+                   for k in range(SESSIONS)]
+        reports = [f.result() for f in futures]
+        stop.set()
+        prune_rounds = pruning.result()
+    elapsed = time.monotonic() - started
+
+    wrote = [r for r in reports if r["wrote"]]
+    assert len(wrote) >= SESSIONS // 4, "retention took nearly every worktree before its hold"
+    for r in wrote:
+        if r["action"] == "rm":
+            assert r["rm_code"] == 0, f"{r['name']}: rm failed: {r['rm_err']}"
+            outcome = json.loads(r["rm_out"])
+            assert outcome["outcome"] == "removed" and outcome["snapshot_ref"], outcome
+    places = [verify_nothing_lost(vwt, calls, r) for r in wrote]
+    doctor = calls.run(vwt, "doctor", "--json", cwd=sandbox.tmp)
+    assert json.loads(doctor.stdout) == {"healthy": True, "problems": []}, doctor.stdout
+
+    for command, seconds, code, err in calls.seen:
+        assert "Traceback" not in err, err
+        assert code in ALLOWED[command], f"vwt {command} exited {code}: {err}"
+        assert seconds < SLOWEST_CALL, f"vwt {command} took {seconds:.1f} s"
+    print(f"\n{SESSIONS} sessions over {REPOSITORIES} repositories in {elapsed:.1f} s: "
+          f"{len(wrote)} wrote and committed, {SESSIONS - len(wrote)} reaped before their "
+          f"hold; {places.count('checkout')} found in their checkout, "
+          f"{places.count('restored')} restored from snapshots; {prune_rounds} prune "
+          f"rounds; {len(calls.seen)} calls; lost 0")
+    print(calls.latency_table())
+    print(lock_table(sandbox.tmp / "locks.trace"))
+
+
+def lock_table(trace: Path) -> str:
+    """How long each global lock was held and waited for (`VWT_LOCK_TRACE`)."""
+    rows: dict[str, list[tuple[float, float]]] = {}
+    for line in trace.read_text().splitlines():
+        lock, waited, held = line.split()
+        rows.setdefault(lock, []).append((float(waited), float(held)))
+    lines = [f"{'lock':<10} {'taken':>5} {'held p50':>9} {'held max':>9} {'wait p50':>9} "
+             f"{'wait max':>9}"]
+    for lock, pairs in sorted(rows.items()):
+        waits, holds = sorted(w for w, _ in pairs), sorted(h for _, h in pairs)
+        lines.append(f"{lock:<10} {len(pairs):>5} {statistics.median(holds):>9.3f} "
+                     f"{holds[-1]:>9.3f} {statistics.median(waits):>9.3f} {waits[-1]:>9.3f}")
+    return "\n".join(lines)
