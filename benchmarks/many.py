@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import statistics
 import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -59,7 +60,15 @@ class Cycles:
         else:
             with ThreadPoolExecutor(workers) as pool:
                 list(pool.map(lambda i: self.one(tag, i), range(self.count)))
-        return Sample(time.perf_counter() - start)
+        return Sample(time.perf_counter() - start, _children_peak_mib())
+
+
+def _children_peak_mib() -> float:
+    """Peak RSS of the largest process waited for so far (here: the vwt calls)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
 def lock_figures(trace: Path) -> list[str]:
