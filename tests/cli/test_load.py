@@ -1,11 +1,12 @@
 """Many agents at once: 64 sessions over 8 repositories while retention loops.
 
 Each session creates a worktree, holds it with `vwt run` while it writes files and
-commits some of them, and then removes it from inside its hold (as an agent that
-cleans up after itself does) or leaves it for retention. `vwt prune --keep 5` runs in
-a loop the whole time. Afterwards every file a session wrote is in its checkout or in
-a snapshot that `vwt restore` brings back, no call printed a traceback or exited with
-a status the spec does not allow, none took over 60 s, and `vwt doctor` says healthy.
+commits some of them, and then, from inside its hold (as an agent that cleans up after
+itself does), removes it or merges it into `main`, or leaves it for retention.
+`vwt prune --keep 5` runs in a loop the whole time. Afterwards every file a session wrote
+is in its checkout, on `main`, or in a snapshot that `vwt restore` brings back, no call
+printed a traceback or exited with a status the spec does not allow, none took over
+60 s, and `vwt doctor` says healthy.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ KEEP = 5
 SLOWEST_CALL = 60.0
 
 # exit statuses a session may see: run refuses (4) or finds the worktree already reaped
-# (1) when retention took it between `new` and the hold, before anything was written
-ALLOWED = {"new": {0}, "run": {0, 1, 4}, "rm": {0}, "prune": {0}, "restore": {0},
-           "doctor": {0}}
+# (1) when retention took it between `new` and the hold, before anything was written; a
+# merge reports `target_moved` (1) when a parallel merge landed first, and is retried
+ALLOWED = {"new": {0}, "run": {0, 1, 4}, "rm": {0}, "merge": {0, 1}, "prune": {0},
+           "restore": {0}, "doctor": {0}}
 
 WRITER = textwrap.dedent("""\
     import json, os, subprocess, sys, time
@@ -45,12 +47,21 @@ WRITER = textwrap.dedent("""\
     with open(f"work/{name}-uncommitted.txt", "w") as fh:
         fh.write(f"uncommitted by {name}\\n")
     report = {"wrote": True}
-    if action == "rm":  # from inside the hold: VWT_HOLDER_ID makes it the caller's own
-        start = time.monotonic()
-        done = subprocess.run([vwt, "rm", name, "-y", "--json"], cwd=repo,
-                              capture_output=True, text=True)
-        report.update(rm_seconds=time.monotonic() - start, rm_code=done.returncode,
-                      rm_out=done.stdout, rm_err=done.stderr)
+    # from inside the hold: VWT_HOLDER_ID makes the hold the caller's own
+    if action == "rm":
+        command = [vwt, "rm", name, "-y", "--json"]
+    elif action == "merge":  # --commit: the uncommitted file lands too
+        command = [vwt, "merge", name, "--commit", "--no-fetch", "--json"]
+    if action != "leave":
+        calls = []
+        for _attempt in range(20):  # a parallel merge into the same branch: try again
+            start = time.monotonic()
+            done = subprocess.run(command, cwd=repo, capture_output=True, text=True)
+            calls.append([time.monotonic() - start, done.returncode, done.stderr])
+            if not (action == "merge" and done.returncode == 1 and done.stdout
+                    and json.loads(done.stdout)["outcome"] == "target_moved"):
+                break
+        report.update(calls=calls, code=done.returncode, out=done.stdout, err=done.stderr)
     with open(marker, "w") as fh:
         json.dump(report, fh)
     """)
@@ -99,8 +110,8 @@ def session(vwt: Vwt, calls: Calls, repo: Repo, k: int, action: str, sandbox: Sa
     if marker.exists():
         report.update(json.loads(marker.read_text()))
         assert held.returncode == 0, f"{name}: the held command failed: {held.stderr}"
-        if action == "rm":
-            calls.add("rm", report["rm_seconds"], report["rm_code"], report["rm_err"])
+        for seconds, code, err in report.get("calls", []):
+            calls.add(action, seconds, code, err)
     return report
 
 
@@ -118,6 +129,10 @@ def verify_nothing_lost(vwt: Vwt, calls: Calls, report: dict[str, Any]) -> str:
     """Where the session's files are: `checkout` or `restored`; fails when nowhere."""
     repo, name = report["repo"], report["name"]
     files = files_of(name)
+    if report["action"] == "merge":
+        for rel, text in files.items():
+            assert repo.git("show", f"main:{rel}") == text.rstrip("\n"), f"{name}: not landed"
+        return "landed"
     if repo.record_path(name).exists():
         assert has_files(repo.checkout(name), files), f"{name}: files missing from checkout"
         return "checkout"
@@ -151,7 +166,7 @@ def test_64_sessions_over_8_repositories_lose_nothing_while_prune_loops(
     with ThreadPoolExecutor(SESSIONS + 1) as pool:
         pruning = pool.submit(prune_loop)
         futures = [pool.submit(session, vwt, calls, repos[k % REPOSITORIES], k,
-                               "rm" if k % 2 == 0 else "leave", sandbox)
+                               ("rm", "merge", "leave")[k % 3], sandbox)
                    for k in range(SESSIONS)]
         reports = [f.result() for f in futures]
         stop.set()
@@ -161,10 +176,11 @@ def test_64_sessions_over_8_repositories_lose_nothing_while_prune_loops(
     wrote = [r for r in reports if r["wrote"]]
     assert len(wrote) >= SESSIONS // 4, "retention took nearly every worktree before its hold"
     for r in wrote:
-        if r["action"] == "rm":
-            assert r["rm_code"] == 0, f"{r['name']}: rm failed: {r['rm_err']}"
-            outcome = json.loads(r["rm_out"])
-            assert outcome["outcome"] == "removed" and outcome["snapshot_ref"], outcome
+        if r["action"] != "leave":
+            assert r["code"] == 0, f"{r['name']}: {r['action']} failed: {r['err']}"
+            outcome = json.loads(r["out"])
+            assert outcome["outcome"] in ("removed", "merged"), outcome
+            assert outcome["snapshot_ref"] and outcome.get("removed", True), outcome
     places = [verify_nothing_lost(vwt, calls, r) for r in wrote]
     doctor = calls.run(vwt, "doctor", "--json", cwd=sandbox.tmp)
     assert json.loads(doctor.stdout) == {"healthy": True, "problems": []}, doctor.stdout
@@ -175,7 +191,8 @@ def test_64_sessions_over_8_repositories_lose_nothing_while_prune_loops(
         assert seconds < SLOWEST_CALL, f"vwt {command} took {seconds:.1f} s"
     print(f"\n{SESSIONS} sessions over {REPOSITORIES} repositories in {elapsed:.1f} s: "
           f"{len(wrote)} wrote and committed, {SESSIONS - len(wrote)} reaped before their "
-          f"hold; {places.count('checkout')} found in their checkout, "
+          f"hold; {places.count('landed')} landed on main, {places.count('checkout')} found in "
+          f"their checkout, "
           f"{places.count('restored')} restored from snapshots; {prune_rounds} prune "
           f"rounds; {len(calls.seen)} calls; lost 0")
     print(calls.latency_table())
