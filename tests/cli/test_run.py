@@ -55,7 +55,7 @@ def test_running_command_keeps_the_worktree_from_removal_and_prune(repo, vwt, wa
     vwt.new("busy")
     repo.edit_record("busy", claimed_at="2000-01-01T00:00:00.000000Z")
     proc = vwt.spawn("run", "busy", "--", *waiter.command())
-    wait_for(waiter.started.exists)
+    wait_for(lambda: waiter.started.exists() and waiter.started.read_text())
     assert Path(waiter.started.read_text()).resolve() == repo.checkout("busy")
 
     entry = vwt.entry("busy")
