@@ -32,7 +32,8 @@ SLOWEST_CALL = 60.0
 
 # exit statuses a session may see: run refuses (4) or finds the worktree already reaped
 # (1) when retention took it between `new` and the hold, before anything was written; a
-# merge reports `target_moved` (1) when a parallel merge landed first, and is retried
+# merge reports `target_moved` or `target_dirty` (1) when a parallel merge landed first or
+# held the target checkout's index.lock; nothing changed, and it is retried
 ALLOWED = {"new": {0}, "run": {0, 1, 4}, "rm": {0}, "merge": {0, 1}, "prune": {0},
            "restore": {0}, "doctor": {0}}
 
@@ -58,8 +59,9 @@ WRITER = textwrap.dedent("""\
             start = time.monotonic()
             done = subprocess.run(command, cwd=repo, capture_output=True, text=True)
             calls.append([time.monotonic() - start, done.returncode, done.stderr])
+            # target_dirty: a parallel merge held the main checkout's index.lock
             if not (action == "merge" and done.returncode == 1 and done.stdout
-                    and json.loads(done.stdout)["outcome"] == "target_moved"):
+                    and json.loads(done.stdout)["outcome"] in ("target_moved", "target_dirty")):
                 break
         report.update(calls=calls, code=done.returncode, out=done.stdout, err=done.stderr)
     with open(marker, "w") as fh:
