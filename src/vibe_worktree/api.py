@@ -283,17 +283,25 @@ class Worktrees:
     def create(self, name: str | None = None, *, prompt: str | None = None,
                branch: str | None = None, from_ref: str | None = None,
                fetch: bool = True, hooks: bool = True, ask: Ask | None = None,
-               sparse: Sequence[str] | None = None, pr: int | None = None) -> Created:
+               sparse: Sequence[str] | None = None, pr: int | None = None,
+               carry: bool = False, move: bool = False) -> Created:
         """Create a worktree (or reuse NAME after validating it).
 
         `hooks`: run the post_create hooks of a new worktree. `ask`: called with an
         unapproved project hook, True runs and approves it; without it such a hook is
         skipped with a warning. `sparse`: folders of a cone-mode sparse checkout (None:
         `sparse` of the start point's `.vibe/worktree.toml`, if any). `pr`: start from pull
-        request N of the remote, in branch `pr-N` (NAME defaults to `pr-N`).
+        request N of the remote, in branch `pr-N` (NAME defaults to `pr-N`). `carry`: copy
+        the uncommitted work of the checkout containing `cwd` into the new worktree (a new
+        branch from that checkout's HEAD, or `from_ref` when the work applies to it cleanly);
+        `move`: the same, then take that work out of the source (saved first to
+        `refs/vibe/carried/NAME`). See `Created.carried`.
         """
         from . import create as _create  # only creating pays for it
 
+        if (carry or move) and (pr is not None or sparse):
+            raise VwtError("--carry and --move make a full checkout of a new branch; drop "
+                           "--pr and --sparse", 2)
         if pr is not None:
             from . import pulls
 
@@ -315,14 +323,23 @@ class Worktrees:
             from .hooks import check_user_file
 
             check_user_file(self.root.home)  # broken: fail before anything is created
+        plan = None
+        if carry or move:
+            from . import carry as _carry
+
+            plan = _carry.prepare(self.cwd, name, branch, from_ref)
+            from_ref, dirs = plan.start, ()
+        fill = plan.fill if plan else None
         if name is not None:
             created = _create.create_named(self.root, self.cwd, name, branch, from_ref, fetch,
-                                           self._output, dirs)
+                                           self._output, dirs, fill)
         elif branch is not None:
             raise VwtError("--branch needs a NAME; an automatic name has its own vibe/ branch", 2)
         else:
             created = _create.create_auto(self.root, self.cwd, prompt, from_ref, fetch,
-                                          self._output, dirs)
+                                          self._output, dirs, fill)
+        if plan is not None:
+            created = _carry.finish(plan, created, move, self.warn)
         return self._post_create(created, ask) if hooks and created.created else created
 
     def restore(self, name: str, *, hooks: bool = True, ask: Ask | None = None) -> Created:

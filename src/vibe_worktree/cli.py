@@ -99,7 +99,8 @@ def _command_name(argv: list[str]) -> str | None:
 _HOT: dict[str, tuple[dict[str, str], dict[str, str], tuple[str, ...]]] = {
     "list": ({"--all": "all", "--no-status": "no_status", "--json": "json"}, {}, ()),
     "new": (
-        {"--no-fetch": "no_fetch", "--cd": "cd", "--json": "json", "--no-hooks": "no_hooks"},
+        {"--no-fetch": "no_fetch", "--cd": "cd", "--json": "json", "--no-hooks": "no_hooks",
+         "--carry": "carry", "--move": "move"},
         {"-p": "prompt", "--prompt": "prompt", "-b": "branch", "--branch": "branch",
          "--from": "from_ref"},
         ("name",),
@@ -200,6 +201,11 @@ def _new_args(p: argparse.ArgumentParser) -> None:
                    help="start from pull request N of the remote, in branch pr-N")
     p.add_argument("--sparse", action="append", metavar="DIR",
                    help="check out only DIR (repeat for more; plus the top-level files)")
+    p.add_argument("--carry", action="store_true",
+                   help="bring this checkout's uncommitted work along (new branch from HEAD)")
+    p.add_argument("--move", action="store_true",
+                   help="like --carry, then take that work out of this checkout (saved first "
+                        "to refs/vibe/carried/NAME)")
     _no_hooks_flag(p)
     _cd_flag(p)
 
@@ -358,7 +364,8 @@ def cmd_new(wt: Worktrees, ns: argparse.Namespace) -> int:
     _refuse_json_with_cd(ns)
     created = wt.create(ns.name, prompt=ns.prompt, branch=ns.branch, from_ref=ns.from_ref,
                         fetch=not ns.no_fetch, hooks=not ns.no_hooks, ask=_hook_asker(),
-                        sparse=getattr(ns, "sparse", None), pr=getattr(ns, "pr", None))
+                        sparse=getattr(ns, "sparse", None), pr=getattr(ns, "pr", None),
+                        carry=ns.carry, move=ns.move)
     if ns.json:
         _print_json(created.to_json())
     else:
@@ -716,7 +723,8 @@ SUBCOMMANDS: dict[str, tuple[str, Any, Any, bool]] = {
 # name: what `vwt NAME --help` shows as its example (None: `vwt --help`), a command a line
 EXAMPLES: dict[str | None, str] = {
     None: 'cd "$(vwt new -p "Fix the login bug")"\nvwt rm fix-the-login-bug',
-    "new": 'cd "$(vwt new -p "Fix the login bug")"\nvwt new feature --from origin/main --json',
+    "new": ('cd "$(vwt new -p "Fix the login bug")"\nvwt new feature --from origin/main --json\n'
+            'vwt new spike --move   # take the uncommitted work along, leave this checkout clean'),
     "list": "vwt list\nvwt list --all --no-status --json",
     "path": "ls \"$(vwt path feature)\"",
     "cd": "vwt cd feature",

@@ -35,9 +35,11 @@ from .worktrees import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from .carry import Carried
     from .hooks import HookResult
 
 Warn = Callable[[str], None]
+Fill = Callable[[str], None]  # puts carried work into a fresh checkout (carry.Plan.fill)
 
 
 class Output(NamedTuple):
@@ -62,6 +64,7 @@ class Created(NamedTuple):
     created: bool
     hooks: tuple[HookResult, ...] = ()  # the post_create hooks that ran (or were skipped)
     sparse: tuple[str, ...] = ()  # the folders of a sparse checkout; empty: a full one
+    carried: Carried | None = None  # what `--carry`/`--move` brought along
 
     def to_json(self) -> dict[str, object]:
         return dict(
@@ -69,6 +72,7 @@ class Created(NamedTuple):
             repo_root=self.repo_root, base_commit=self.base_commit,
             branch_created=self.branch_created, created=self.created,
             hooks=[h.to_json() for h in self.hooks], sparse=list(self.sparse),
+            **({"carried": self.carried.to_json()} if self.carried else {}),
         )
 
 
@@ -110,12 +114,15 @@ def _unreserve(claim: Claim, starting: Holder) -> None:
 
 
 def _finish(
-    repo: Repo, claim: Claim, record: Record, starting: Holder, start: Start, out: Output
+    repo: Repo, claim: Claim, record: Record, starting: Holder, start: Start, out: Output,
+    fill: Fill | None = None,
 ) -> Created:
     try:
         checkpoint("new.reserved")
         _add_worktree(repo, claim, record.branch, start, out, record.sparse)
         checkpoint("new.added")
+        if fill is not None:
+            fill(claim.checkout)
         _copy_included(repo, claim, out)
         final = record.with_base(start.commit)
         write_record(claim.record_path, final)
@@ -232,9 +239,10 @@ def _new_record(repo: Repo, name: str, branch: str, branch_created: bool,
 
 def create_named(
     root: Root, cwd: str, name: str, branch: str | None, from_ref: str | None, fetch: bool,
-    out: Output, sparse: tuple[str, ...] | None = None,
+    out: Output, sparse: tuple[str, ...] | None = None, fill: Fill | None = None,
 ) -> Created:
-    """`vwt new NAME`: create it, or reuse it after validating the checkout."""
+    """`vwt new NAME`: create it, or reuse it after validating the checkout. `fill`: run
+    on a created checkout before it is recorded (carried changes)."""
     validate_name(name, as_branch=branch is None)
     branch_given = branch is not None
     branch = validate_branch(branch or name)
@@ -252,7 +260,7 @@ def create_named(
             start, dirs = _start_or_unreserve(repo, probe, claim, outcome, branch, from_ref,
                                               fetch, out, sparse)
             record = _new_record(repo, name, branch, start.create_branch, dirs)
-            return _finish(repo, claim, record, outcome, start, out)
+            return _finish(repo, claim, record, outcome, start, out, fill)
         # another process is creating it right now: wait, then look again
         if not wait_for_holder_release(claim, STARTING, STARTING_WAIT):
             raise VwtError(f"{name} is still being created by another process; try again later")
@@ -331,7 +339,7 @@ def _resume_reservation(repo: Repo, claim: Claim, record: Record) -> Created | H
 
 def create_auto(
     root: Root, cwd: str, prompt: str | None, from_ref: str | None, fetch: bool, out: Output,
-    sparse: tuple[str, ...] | None = None,
+    sparse: tuple[str, ...] | None = None, fill: Fill | None = None,
 ) -> Created:
     """`vwt new -p PROMPT`: a fresh worktree named from the prompt, never a reuse."""
     slug = slugify(prompt or "")
@@ -349,7 +357,7 @@ def create_auto(
             start, dirs = _start_or_unreserve(repo, probe, claim, starting, branch, from_ref,
                                               fetch, out, sparse)
             record = _new_record(repo, claim.name, branch, start.create_branch, dirs)
-            return _finish(repo, claim, record, starting, start, out)
+            return _finish(repo, claim, record, starting, start, out, fill)
         if not random_name:
             raise VwtError(f"all names from {slug} to {slug}-100 are taken; pass a NAME")
     raise VwtError("could not find a free random name; pass a NAME")

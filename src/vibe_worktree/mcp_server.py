@@ -174,12 +174,13 @@ def _tools(session: Session) -> list[tuple[str, Any]]:
     def create(name: str | None = None, prompt: str | None = None, branch: str | None = None,
                from_ref: str | None = None, fetch: bool = True,
                directory: str | None = None, pr: int | None = None,
-               sparse: list[str] | None = None) -> Any:
+               sparse: list[str] | None = None, carry: bool = False) -> Any:
         def run() -> Any:
             wt = session.worktrees(directory)
-            # as a caller without a terminal: unapproved project hooks are skipped
+            # as a caller without a terminal: unapproved project hooks are skipped. No
+            # `move`: it would take work out of a checkout the agent does not own.
             created = wt.create(name, prompt=prompt, branch=branch, from_ref=from_ref,
-                                fetch=fetch, pr=pr, sparse=sparse)
+                                fetch=fetch, pr=pr, sparse=sparse, carry=carry)
             session.hold(wt, created.name)
             return _result(created.to_json())
         return _call(run)
@@ -240,11 +241,13 @@ DESCRIPTIONS = {
         "vibe/<slug>); neither gives a random name. `from_ref`: start point of a new branch "
         "(default: the remote's default branch, fetched unless `fetch` is false). `pr`: start "
         "from pull request N of the remote, in branch pr-N (name defaults to pr-N). `sparse`: "
-        "folders of a sparse checkout. Lifecycle hooks run: the user's, and project hooks "
-        "already approved (others are skipped; see `hooks` in the result). Returns "
-        "{name, branch, path, bucket, repo_root, base_commit, branch_created, created, hooks, "
-        "sparse}; work inside `path`. The worktree is held by this session until it "
-        "disconnects."
+        "folders of a sparse checkout. `carry`: copy the uncommitted work of the checkout at "
+        "`directory` (or the server's) into the new worktree, on a new branch from its HEAD "
+        "(or `from_ref`, if the work applies cleanly); the source keeps its copy. Lifecycle "
+        "hooks run: the user's, and project hooks already approved (others are skipped; see "
+        "`hooks` in the result). Returns {name, branch, path, bucket, repo_root, base_commit, "
+        "branch_created, created, hooks, sparse, and carried when carrying}; work inside "
+        "`path`. The worktree is held by this session until it disconnects."
     ),
     "list": (
         "List the managed worktrees of the repository (all repositories with `all_repos`). "

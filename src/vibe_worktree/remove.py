@@ -115,17 +115,22 @@ def inspect(target: Target, cache: dict[str, tuple[str, ...]] | None = None) -> 
 
 def snapshot_problem(target: Target, inspection: Inspection) -> str | None:
     """Why a snapshot of this worktree would fail (checked before anything is written)."""
-    name = target.claim.name
+    return work_problem(target.claim.name, target.checkout, inspection)
+
+
+def work_problem(name: str, checkout: Checkout | None, inspection: Inspection) -> str | None:
+    """Why the full state of a checkout cannot be saved as a commit (a snapshot, carried
+    changes); None when it can."""
     if inspection.nested_repos:
         return (f"{name} holds a repository of its own at {inspection.nested_repos[0]}, "
                 "which a snapshot cannot save")
     if inspection.dirty_submodules:
         return f"{name} has uncommitted work inside submodule {inspection.dirty_submodules[0]}"
-    if inspection.head is None and (target.checkout is None or inspection.changes == 0):
+    if inspection.head is None and (checkout is None or inspection.changes == 0):
         return f"{name} has no commit to snapshot"
-    if target.checkout is not None and inspection.changes:
-        git = target.checkout.git
-        filtered = g.files_using_filters(git, filter_drivers(target.checkout))
+    if checkout is not None and inspection.changes:
+        git = checkout.git
+        filtered = g.files_using_filters(git, filter_drivers(checkout))
         if filtered:
             return (f"{filtered[0]} uses a filter driver of the repository's own config; a "
                     "snapshot never runs it nor stages the file raw (commit or remove it yourself)")

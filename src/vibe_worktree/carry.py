@@ -1,0 +1,278 @@
+"""Carried changes: `vwt new NAME --carry` and `--move` (the current checkout's uncommitted
+work goes into the new worktree; with `--move` it then leaves the source).
+
+The work is captured once, as two trees in the object store (the index, and everything
+a snapshot would stage), without writing the source's index or files. The order of the
+steps is what keeps it safe: the new worktree holds the work, then `--move` saves it to
+`refs/vibe/carried/<name>`, and only then are exactly those changes taken out of the
+source, each file only while it is still as it was captured.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from contextlib import suppress
+
+from . import git as g
+from .errors import GitFailed, ValidationFailed, VwtError
+from .faults import checkpoint
+from .layout import rmdir_if_empty, unlink_if_exists
+from .tuples import NamedTuple
+from .worktrees import Checkout, Inspection, housekeeping_git
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .create import Created, Warn
+
+CARRIED_PREFIX = "refs/vibe/carried/"
+_LITERAL = {"GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0"}
+
+
+class Carried(NamedTuple):
+    """What `new --carry`/`--move` did with the source's uncommitted work."""
+
+    files: tuple[str, ...]  # every path carried (relative to the top level)
+    moved: bool
+    ref: str | None  # refs/vibe/carried/<name> after a move
+    left_in_source: tuple[str, ...] = ()  # changed again after the capture: not removed
+
+    def to_json(self) -> dict[str, object]:
+        return {"files": list(self.files), "moved": self.moved, "ref": self.ref,
+                "left_in_source": list(self.left_in_source)}
+
+
+class Source(NamedTuple):
+    """The checkout whose work is carried."""
+
+    checkout: Checkout
+    git: g.Git  # housekeeping: no hook, fsmonitor or filter of the repository runs
+
+
+class Captured(NamedTuple):
+    source: Source
+    head: str
+    index_tree: str  # the source's index
+    work_tree: str  # its files: staged, unstaged, deletions, untracked; never ignored
+    files: tuple[str, ...]  # paths where the index or the files differ from HEAD
+    added: frozenset[str]  # of those, the ones HEAD does not have
+
+
+class Plan(NamedTuple):
+    """The captured work and the trees it becomes on the new branch's start point."""
+
+    captured: Captured
+    start: str
+    index_tree: str
+    work_tree: str
+
+    def fill(self, checkout: str) -> None:
+        """Put the carried work into the fresh checkout at `start`, as uncommitted changes
+        (staged what was staged); nothing is ever written outside `checkout`."""
+        git = self.captured.source.git._replace(cwd=checkout)
+        git.run("read-tree", "--reset", "-u", self.work_tree)
+        git.run("read-tree", "-m", self.index_tree)  # keeps the stat data of equal entries
+        checkpoint("carry.filled")
+
+
+def open_source(cwd: str) -> Source:
+    git = g.Git(cwd)
+    result = git.run("rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir",
+                     "--symbolic-full-name", "HEAD", check=False)
+    lines = result.stdout.splitlines()
+    if result.returncode != 0 or len(lines) < 3:
+        raise VwtError("--carry and --move need a checkout with files; run it inside one")
+    top, admin, common = lines[0], lines[1], os.path.join(cwd, lines[2])
+    checkout = Checkout(top, admin, os.path.realpath(common), lines[3] if len(lines) > 3 else None)
+    return Source(checkout, housekeeping_git(checkout))
+
+
+def _index_tree(source: Source) -> str:
+    """The tree of the source's index, written from a copy (its own index stays as is)."""
+    import shutil
+
+    admin = source.checkout.admin_dir
+    index = os.path.join(admin, f"vwt-carry-{os.urandom(6).hex()}.index")
+    try:
+        with suppress(FileNotFoundError):
+            shutil.copy2(os.path.join(admin, "index"), index)
+        result = source.git.run("write-tree", env={"GIT_INDEX_FILE": index}, check=False)
+    finally:
+        unlink_if_exists(index)
+    if result.returncode != 0:
+        raise VwtError(f"{source.checkout.path} has unresolved conflicts; resolve them (or "
+                       "commit) before carrying its changes")
+    return result.stdout.strip()
+
+
+def _work_tree(source: Source) -> str:
+    from .remove import stage_work  # the snapshot's own staging: untracked in, ignored out
+
+    admin = source.checkout.admin_dir
+    return stage_work(source.git, admin, admin)
+
+
+def _differences(git: g.Git, old: str, new: str) -> dict[str, str]:
+    """path -> status letter (A, D, M, T) of every file that differs between two trees."""
+    if old == new:
+        return {}
+    out = git.out("diff-tree", "-r", "-z", "--name-status", "--no-renames", old, new)
+    fields = out.split("\0")
+    return {path: status[:1] for status, path in zip(fields[0::2], fields[1::2], strict=False)
+            if path}
+
+
+def capture(source: Source) -> Captured:
+    """The source's uncommitted work as trees; refuses what a snapshot could not save."""
+    from .remove import work_problem
+
+    st = g.status(source.git)
+    if st.head is None:
+        raise VwtError(f"{source.checkout.path} has no commit yet; commit something first")
+    inspection = Inspection(st.changes, st.untracked, 0, st.head, st.branch, st.nested_repos,
+                            st.dirty_submodules)
+    problem = work_problem(source.checkout.path, source.checkout, inspection)
+    if problem:
+        raise ValidationFailed(f"cannot carry the changes: {problem}")
+    index_tree = _index_tree(source)
+    work_tree = _work_tree(source)
+    head_tree = g.tree_of(source.git, st.head)
+    staged = _differences(source.git, head_tree, index_tree)
+    files = _differences(source.git, head_tree, work_tree)
+    added = {p for p, s in staged.items() if s == "A"} | {p for p, s in files.items() if s == "A"}
+    return Captured(source, st.head, index_tree, work_tree, tuple(sorted({*staged, *files})),
+                    frozenset(added))
+
+
+def plan(captured: Captured, start: str | None, label: str | None) -> Plan:
+    """The trees on `start` (default: the source's HEAD); the carried changes must apply to
+    it cleanly (a three-way merge), else VwtError and nothing is created."""
+    if start is None or start == captured.head:
+        return Plan(captured, captured.head, captured.index_tree, captured.work_tree)
+    return Plan(captured, start, _apply_onto(captured, captured.index_tree, start, label),
+                _apply_onto(captured, captured.work_tree, start, label))
+
+
+def _apply_onto(captured: Captured, tree: str, start: str, label: str | None) -> str:
+    """`tree`'s changes against HEAD, applied to `start` in a throw-away index."""
+    git = captured.source.git
+    head_tree = g.tree_of(git, captured.head)
+    if tree == head_tree:
+        return g.tree_of(git, start)
+    index = os.path.join(captured.source.checkout.admin_dir,
+                         f"vwt-carry-{os.urandom(6).hex()}.index")
+    env = {"GIT_INDEX_FILE": index}
+    try:
+        git.run("read-tree", start, env=env)
+        patch = git.out("diff-tree", "-r", "-p", "--binary", "--full-index", "--no-renames",
+                        "--no-ext-diff", "--no-textconv", "--no-color", head_tree, tree)
+        applied = git.run("apply", "--cached", "--3way", "--whitespace=nowarn", input=patch,
+                          env=env, check=False)
+        if applied.returncode != 0:
+            raise VwtError(f"the carried changes do not apply cleanly to {label or start} "
+                           f"({_conflict(applied.stderr)}); nothing created")
+        return git.out("write-tree", env=env).strip()
+    finally:
+        unlink_if_exists(index)
+
+
+def _conflict(stderr: str) -> str:
+    for line in stderr.splitlines():
+        if line.startswith("U "):
+            return f"conflict in {line[2:]}"
+    return g.first_line(stderr)
+
+
+def prepare(cwd: str, name: str | None, branch: str | None, from_ref: str | None) -> Plan:
+    """Everything checked before the reservation: the work, the branch, the start point."""
+    source = open_source(cwd)
+    wanted = branch or name
+    if wanted and g.branch_tip(source.git, wanted) is not None:
+        raise VwtError(f"branch {wanted} already exists; --carry and --move start a new branch "
+                       "(pick another NAME or -b BRANCH)")
+    start = None
+    if from_ref is not None:
+        start = g.commit_of(source.git, from_ref)
+        if start is None:
+            raise GitFailed(f"--from {from_ref} names no commit")
+    result = plan(capture(source), start, from_ref)
+    checkpoint("carry.captured")
+    return result
+
+
+def finish(chosen: Plan, created: Created, move: bool, warn: Warn) -> Created:
+    """After the new worktree holds the work: with `move`, take it out of the source."""
+    if not created.created:  # another process made NAME between our check and our add
+        raise VwtError(f"{created.name} was created by another process meanwhile; nothing "
+                       "carried (the source is untouched)")
+    captured = chosen.captured
+    if not captured.files:
+        warn(f"nothing to carry: {captured.source.checkout.path} has no uncommitted changes")
+        return created._replace(carried=Carried((), move, None))
+    if not move:
+        return created._replace(carried=Carried(captured.files, False, None))
+    ref = save(captured, created.name)
+    checkpoint("move.saved")
+    left = take_out(captured)
+    if left:
+        warn(f"left {len(left)} file(s) in {captured.source.checkout.path} that changed after "
+             f"they were carried: {', '.join(left[:5])}{' ...' if len(left) > 5 else ''} "
+             f"(the carried version is in {ref})")
+    return created._replace(carried=Carried(captured.files, True, ref, tuple(left)))
+
+
+def save(captured: Captured, name: str) -> str:
+    """`refs/vibe/carried/<name>`: the carried files as a commit on HEAD (as a snapshot is),
+    with the carried index as its second parent."""
+    git = captured.source.git
+    index = g.commit_tree(git, captured.index_tree, [captured.head],
+                          f"vibe-worktree: index carried into {name}")
+    commit = g.commit_tree(git, captured.work_tree, [captured.head, index],
+                           f"vibe-worktree: changes carried into {name}")
+    ref = f"{CARRIED_PREFIX}{name}"
+    g.set_ref(git, ref, commit)
+    return ref
+
+
+def take_out(captured: Captured) -> list[str]:
+    """Put each carried path of the source back as HEAD has it, unless it changed since the
+    capture (index or file); returns the paths left alone."""
+    source = captured.source
+    if g.rev_parse(source.git, "HEAD") != captured.head:  # committed meanwhile: hands off
+        return list(captured.files)
+    changed = {*_differences(source.git, captured.index_tree, _index_tree(source)),
+               *_differences(source.git, captured.work_tree, _work_tree(source))}
+    left = [p for p in captured.files if p in changed]
+    revert = [p for p in captured.files if p not in changed]
+    if revert:
+        _revert(captured, revert)
+    return left
+
+
+def _revert(captured: Captured, paths: Sequence[str]) -> None:
+    git = captured.source.git
+    listed = "".join(f"{p}\0" for p in paths)
+    git.run("reset", "-q", captured.head, "--pathspec-from-file=-", "--pathspec-file-nul",
+            input=listed, env=_LITERAL)
+    checkpoint("move.unstaged")
+    top = captured.source.checkout.path
+    for path in (p for p in paths if p in captured.added):
+        _remove_file(top, path)  # first: a folder that replaced a file must go before it
+    checkpoint("move.removed")
+    tracked = [p for p in paths if p not in captured.added]
+    if tracked:
+        git.run("checkout-index", "-f", "-z", "--stdin",
+                input="".join(f"{p}\0" for p in tracked), env=_LITERAL)
+
+
+def _remove_file(top: str, path: str) -> None:
+    """Delete a file HEAD does not have (never a folder), then its emptied parent folders."""
+    full = os.path.join(top, path)
+    with suppress(OSError):  # gone already, or a folder now: left as it is
+        os.unlink(full)
+    parent = os.path.dirname(full)
+    while parent != top and parent.startswith(top + os.sep) and rmdir_if_empty(parent):
+        parent = os.path.dirname(parent)
+
+
+__all__ = ["CARRIED_PREFIX", "Carried", "Plan", "finish", "prepare"]

@@ -1,0 +1,302 @@
+"""`vwt new NAME --carry` / `--move`: the current checkout's uncommitted work goes along."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import VWT_BIN, assert_error, assert_matches_schema
+
+BINARY = bytes(range(256)) * 4
+ODD_NAME = "dir with space/naïve ünïcode.txt"
+
+
+def make_work(repo: Any) -> dict[str, bytes | None]:
+    """Every kind of uncommitted change; returns path -> expected bytes (None: deleted)."""
+    repo.commit("tracked files", {"lib/keep.txt": "keep\n", "lib/gone.txt": "gone\n",
+                                  "old name.txt": "renamed\n", ".gitignore": "*.log\nbuild/\n"})
+    (repo.path / "bin.dat").write_bytes(b"\0old")
+    repo.commit("binary")
+    repo.write("src/app.py", "print('staged')\n")
+    repo.git("add", "src/app.py")  # staged
+    repo.write("README.md", "# unstaged\n")  # unstaged
+    repo.git("rm", "-q", "lib/gone.txt")  # staged deletion
+    (repo.path / "lib/keep.txt").unlink()  # unstaged deletion
+    repo.git("mv", "old name.txt", "new name.txt")  # rename
+    repo.write(ODD_NAME, "odd\n")  # untracked, awkward name
+    repo.write("fresh/new.txt", "new\n")  # untracked in a new folder
+    (repo.path / "bin.dat").write_bytes(BINARY)
+    repo.write("debug.log", "ignored\n")
+    repo.write("build/out.o", "ignored\n")
+    return {"src/app.py": b"print('staged')\n", "README.md": b"# unstaged\n",
+            "lib/gone.txt": None, "lib/keep.txt": None, "old name.txt": None,
+            "new name.txt": b"renamed\n", ODD_NAME: b"odd\n", "fresh/new.txt": b"new\n",
+            "bin.dat": BINARY}
+
+
+def files_of(where: Path, expected: dict[str, bytes | None]) -> dict[str, bytes | None]:
+    return {p: (where / p).read_bytes() if (where / p).is_file() else None for p in expected}
+
+
+def status(repo: Any, where: Path) -> list[str]:
+    out = repo.sandbox.run_git("status", "--porcelain=v1", "-z", "--untracked-files=all",
+                               cwd=where).stdout
+    return sorted(e for e in out.split("\0") if e)
+
+
+def test_carry_copies_staged_unstaged_deleted_renamed_and_untracked_work(repo, vwt):
+    expected = make_work(repo)
+    before = status(repo, repo.path)
+    head = repo.head()
+    made = vwt.new("wip", "--carry")
+    path = Path(made["path"])
+    assert files_of(path, expected) == expected
+    assert status(repo, path) == before  # staged stays staged, unstaged stays unstaged
+    assert repo.head(cwd=path) == head == made["base_commit"]
+    assert status(repo, repo.path) == before  # --carry leaves the source as it was
+    assert files_of(repo.path, expected) == expected
+    carried = made["carried"]
+    assert carried["moved"] is False and carried["ref"] is None
+    assert set(carried["files"]) == set(expected)
+    assert not repo.ref_exists("refs/vibe/carried/wip")
+
+
+def test_ignored_files_are_never_carried(repo, vwt):
+    make_work(repo)
+    path = Path(vwt.new("wip", "--move")["path"])
+    assert not (path / "debug.log").exists() and not (path / "build").exists()
+    assert (repo.path / "debug.log").read_text() == "ignored\n"  # and never taken away
+    assert (repo.path / "build/out.o").read_text() == "ignored\n"
+    assert "debug.log" not in repo.git("ls-tree", "-r", "--name-only", "refs/vibe/carried/wip")
+
+
+def test_carry_keeps_the_executable_bit(repo, vwt):
+    script = repo.write("run.sh", "#!/bin/sh\n")
+    script.chmod(0o755)
+    path = Path(vwt.new("wip", "--carry")["path"])
+    assert os.stat(path / "run.sh").st_mode & stat.S_IXUSR
+
+
+def test_carry_from_a_ref_the_changes_apply_to(repo, vwt):
+    base = repo.head()
+    other = repo.commit("elsewhere", {"other.txt": "other\n"})
+    repo.git("checkout", "-q", base)
+    repo.write("README.md", "# changed\n")
+    repo.write("untracked.txt", "u\n")
+    made = vwt.new("wip", "--carry", "--from", other)
+    path = Path(made["path"])
+    assert made["base_commit"] == other
+    assert (path / "other.txt").read_text() == "other\n"
+    assert (path / "README.md").read_text() == "# changed\n"
+    assert (path / "untracked.txt").read_text() == "u\n"
+    assert status(repo, path) == [" M README.md", "?? untracked.txt"]
+
+
+def test_carry_from_a_ref_it_conflicts_with_creates_nothing(repo, vwt):
+    base = repo.head()
+    other = repo.commit("conflicting", {"README.md": "# theirs\n"})
+    repo.git("checkout", "-q", base)
+    repo.write("README.md", "# ours\n")
+    result = vwt("new", "wip", "--carry", "--from", other)
+    assert_error(result, 1)
+    assert "do not apply cleanly" in result.err and "README.md" in result.err
+    assert not repo.branch_exists("wip")
+    assert not repo.checkout("wip").exists()
+    assert not repo.claim("wip").exists()
+    assert len(repo.worktree_paths()) == 1
+    assert (repo.path / "README.md").read_text() == "# ours\n"
+
+
+def test_carry_refuses_an_existing_branch(repo, vwt):
+    repo.git("branch", "taken")
+    repo.write("README.md", "# mine\n")
+    result = vwt("new", "taken", "--carry")
+    assert_error(result, 1)
+    assert "already exists" in result.err
+    assert not repo.checkout("taken").exists()
+
+
+def test_carry_with_sparse_or_pr_is_bad_usage(repo, vwt):
+    assert_error(vwt("new", "wip", "--carry", "--sparse", "src"), 2)
+    assert_error(vwt("new", "wip", "--move", "--pr", "3"), 2)
+    assert not repo.branch_exists("wip")
+
+
+def test_carry_of_a_clean_checkout_creates_the_worktree_and_says_so(repo, vwt):
+    result = vwt.ok("new", "wip", "--move", "--json")
+    assert result.json()["carried"] == {"files": [], "moved": True, "ref": None,
+                                        "left_in_source": []}
+    assert "nothing to carry" in result.err
+    assert not repo.ref_exists("refs/vibe/carried/wip")
+
+
+def test_carry_with_an_automatic_name(repo, vwt):
+    repo.write("README.md", "# wip\n")
+    made = vwt.new("-p", "spike the parser", "--carry")
+    assert made["branch"] == "vibe/spike-the-parser"
+    assert (Path(made["path"]) / "README.md").read_text() == "# wip\n"
+
+
+def test_move_saves_the_work_then_leaves_the_source_clean(repo, vwt):
+    expected = make_work(repo)
+    before = status(repo, repo.path)
+    made = vwt.new("wip", "--move")
+    path = Path(made["path"])
+    assert made["carried"]["moved"] is True
+    assert made["carried"]["ref"] == "refs/vibe/carried/wip"
+    assert made["carried"]["left_in_source"] == []
+    assert files_of(path, expected) == expected
+    assert status(repo, path) == before
+    assert status(repo, repo.path) == []  # only the ignored files stay
+    assert not (repo.path / "fresh").exists()  # the folder that only held carried files
+    assert not (repo.path / "dir with space").exists()
+    ref = "refs/vibe/carried/wip"
+    assert repo.rev(f"{ref}^1") == repo.head()  # on HEAD, as a snapshot is
+    for rel, content in expected.items():
+        assert _in_ref(repo, ref, rel) == content, rel
+    staged = repo.git("diff", "--name-only", f"{ref}^1", f"{ref}^2")
+    assert "src/app.py" in staged and "README.md" not in staged  # the index, kept apart
+
+
+def test_move_in_a_linked_worktree_moves_its_own_work(repo, vwt):
+    first = Path(vwt.new("first")["path"])
+    repo.write("notes.txt", "from first\n", base=first)
+    second = Path(vwt.new("second", "--move", cwd=first)["path"])
+    assert (second / "notes.txt").read_text() == "from first\n"
+    assert repo.head(cwd=second) == repo.head(cwd=first)
+    assert not (first / "notes.txt").exists()
+    assert status(repo, repo.path) == []
+
+
+def test_move_leaves_alone_a_file_changed_again_and_reports_it(repo, vwt):
+    repo.write("README.md", "# carried\n")
+    repo.write("other.txt", "carried too\n")
+    # git's own post-checkout hook runs inside `git worktree add`, after the work was
+    # captured and before the source is touched: it edits the source again
+    hook = repo.path / ".git/hooks/post-checkout"
+    hook.write_text(f"#!/bin/sh\necho 'edited again' >> '{repo.path}/README.md'\n")
+    hook.chmod(0o755)
+    result = vwt.ok("new", "wip", "--move", "--json")
+    carried = result.json()["carried"]
+    assert carried["left_in_source"] == ["README.md"]
+    assert "README.md" in result.err and "changed after" in result.err
+    assert (repo.path / "README.md").read_text() == "# carried\nedited again\n"
+    assert not (repo.path / "other.txt").exists()  # the unchanged one did move
+    path = Path(result.json()["path"])
+    assert (path / "README.md").read_text() == "# carried\n"
+    assert repo.git("show", "refs/vibe/carried/wip:README.md") == "# carried"
+
+
+def test_move_leaves_the_source_alone_when_its_head_moved(repo, vwt):
+    repo.write("README.md", "# carried\n")
+    hook = repo.path / ".git/hooks/post-checkout"
+    hook.write_text(f"#!/bin/sh\ncd '{repo.path}' && git commit -qam 'meanwhile'\n")
+    hook.chmod(0o755)
+    carried = vwt.new("wip", "--move")["carried"]
+    assert carried["left_in_source"] == ["README.md"]
+    assert (repo.path / "README.md").read_text() == "# carried\n"
+
+
+def test_carried_output_matches_the_new_schema(repo, vwt):
+    repo.write("README.md", "# x\n")
+    assert_matches_schema("new", vwt.new("wip", "--move"))
+    with pytest.raises(AssertionError):
+        assert_matches_schema("new", {**vwt.new("wip2", "--carry"), "carried": {"files": []}})
+
+
+# -- killed at every step: the work is always somewhere --------------------------------------
+CARRY_STEPS = ["carry.captured", "new.reserved", "new.added", "carry.filled", "new.recorded"]
+MOVE_STEPS = ["move.saved", "move.unstaged", "move.removed"]
+
+
+def _in_ref(repo: Any, ref: str, rel: str) -> bytes | None:
+    shown = subprocess.run(["git", "cat-file", "blob", f"{ref}:{rel}"], cwd=repo.path,
+                           env=repo.sandbox.env, capture_output=True)
+    return shown.stdout if shown.returncode == 0 else None
+
+
+@pytest.mark.parametrize("step", CARRY_STEPS + MOVE_STEPS)
+def test_a_move_killed_at_any_step_loses_nothing(repo, vwt, step):
+    expected = make_work(repo)
+    killed = vwt("new", "wip", "--move", "--json", env_extra={"VWT_CRASH_AT": step})
+    assert killed.code == -9, str(killed)
+    checkout = repo.checkout("wip")
+    ref = "refs/vibe/carried/wip"
+    for rel, content in expected.items():
+        places = {"source": files_of(repo.path, {rel: None})[rel],
+                  "worktree": files_of(checkout, {rel: None})[rel] if checkout.is_dir() else "-",
+                  "ref": _in_ref(repo, ref, rel) if repo.ref_exists(ref) else "-"}
+        assert content in places.values(), f"{rel} lost after a kill at {step}: {places}"
+    if step in CARRY_STEPS:  # the source is touched only after the work is saved twice
+        assert files_of(repo.path, expected) == expected
+        assert not repo.ref_exists(ref)
+    else:
+        assert repo.ref_exists(ref)
+        assert files_of(checkout, expected) == expected
+    vwt.ok("prune")  # and prune, repairing what the kill left, never drops the work
+    assert all(content in (files_of(repo.path, {rel: None})[rel],
+                           files_of(checkout, {rel: None})[rel] if checkout.is_dir() else "-",
+                           _in_ref(repo, ref, rel) if repo.ref_exists(ref) else "-")
+               for rel, content in expected.items())
+
+
+def test_a_carry_killed_before_creation_leaves_a_retry_possible(repo, vwt):
+    repo.write("README.md", "# wip\n")
+    killed = vwt("new", "wip", "--carry", env_extra={"VWT_CRASH_AT": "carry.captured"})
+    assert killed.code == -9
+    made = vwt.new("wip", "--carry")
+    assert (Path(made["path"]) / "README.md").read_text() == "# wip\n"
+
+
+MCP_INSTALLED = importlib.util.find_spec("mcp") is not None
+
+
+def _rpc(proc: Any, message: dict[str, Any]) -> dict[str, Any] | None:
+    proc.stdin.write(json.dumps(message) + "\n")
+    proc.stdin.flush()
+    while "id" in message:
+        line = proc.stdout.readline()
+        if not line:
+            return None
+        answer: dict[str, Any] = json.loads(line)
+        if answer.get("id") == message["id"]:
+            return answer
+    return None
+
+
+@pytest.mark.skipif(not MCP_INSTALLED, reason="needs the optional mcp extra")
+def test_mcp_create_carries_and_offers_no_move(repo, vwt):
+    repo.write("README.md", "# from the agent's checkout\n")
+    proc = subprocess.Popen([VWT_BIN, "mcp"], cwd=repo.path, env=vwt.env(), text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    try:
+        _rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                    "params": {"protocolVersion": "2024-11-05", "capabilities": {},
+                               "clientInfo": {"name": "test", "version": "0"}}})
+        _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        listed = _rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+        assert listed is not None
+        [create] = [t for t in listed["result"]["tools"] if t["name"] == "create"]
+        assert "carry" in create["inputSchema"]["properties"]
+        assert "move" not in create["inputSchema"]["properties"]
+        called = _rpc(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                             "params": {"name": "create",
+                                        "arguments": {"name": "wip", "carry": True}}})
+        assert called is not None and not called["result"].get("isError"), called
+        document = called["result"]["structuredContent"]
+        assert_matches_schema("mcp-create", document)
+        assert document["carried"]["files"] == ["README.md"]
+        assert (Path(document["path"]) / "README.md").read_text() == (
+            "# from the agent's checkout\n")
+        assert (repo.path / "README.md").read_text() == "# from the agent's checkout\n"
+    finally:
+        proc.kill()
+        proc.wait()
