@@ -8,9 +8,10 @@ import sys
 import time
 import traceback
 
-from benchmarks.cases import BENCHMARKS, Bench, Config
+from benchmarks.cases import Config
 from benchmarks.measure import Outcome
 from benchmarks.proc import BenchError
+from benchmarks.registry import BENCHMARKS, Bench
 from benchmarks.report import document, table
 from benchmarks.sandbox import find_tool
 

@@ -6,13 +6,12 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks import many
 from benchmarks.fixtures import (
     Repo,
     Worktree,
@@ -340,55 +339,3 @@ def list_all(sb: Sandbox, records: int) -> Sample:
     if not isinstance(listed, list) or len(listed) != records:
         raise BenchError(f"vwt list --all --json gave {len(listed)} entries, expected {records}")
     return Sample(result.seconds, result.peak_mib)
-
-
-from benchmarks.landing import b7, b8  # noqa: E402 - it uses the helpers above
-
-
-def _ready(name: str) -> Callable[[Config, Outcome], list[Outcome]]:
-    """A benchmark of benchmarks/ready.py (imported late: it imports this module)."""
-    def run(cfg: Config, out: Outcome) -> list[Outcome]:
-        from benchmarks import ready
-
-        fn: Callable[[Config, Outcome], list[Outcome]] = getattr(ready, name)
-        return fn(cfg, out)
-    return run
-
-
-def _late(module: str, name: str) -> Callable[[Config, Outcome], list[Outcome]]:
-    """A benchmark of benchmarks/<module>.py, imported when it runs (it imports this one)."""
-    def run(cfg: Config, out: Outcome) -> list[Outcome]:
-        import importlib
-
-        fn: Callable[[Config, Outcome], list[Outcome]] = getattr(
-            importlib.import_module(f"benchmarks.{module}"), name)
-        return fn(cfg, out)
-    return run
-
-
-@dataclass(frozen=True)
-class Bench:
-    id: str
-    what: str
-    target: float
-    fn: Callable[[Config, Outcome], list[Outcome]]
-
-
-BENCHMARKS: dict[str, Bench] = {
-    b.id: b
-    for b in (
-        Bench("B1", "new vs worktree add, large repo", 0.8, b1),
-        Bench("B2", "new vs worktree add, 100 files", 4.0, b2),
-        Bench("B3", "list --json with status", 0.7, b3),
-        Bench("B4", "prune --keep 0", 1.0, b4),
-        Bench("B5", "--version vs python -c pass", 4.0, b5),
-        Bench("B6", "list --no-status --json vs --version", 3.0, b6),
-        Bench("B7", "list --json with integration", 0.7, b7),
-        Bench("B8", "merge vs rebase + update-ref + worktree remove", 0.6, b8),
-        Bench("B9", "new with a copied node_modules vs add + cp -a", 0.6, _ready("b9")),
-        Bench("B10", "new --sparse vs a full worktree add", 0.15, _ready("b10")),
-        Bench("B11", "parallel new+rm cycles vs one after another", 0.8, many.b11),
-        Bench("B12", "list --no-status --json, 5000 records, vs --version", 8.0, many.b12),
-        Bench("B13", "conflicts --json vs a raw forecast script", 0.7, _late("collisions", "b13")),
-    )
-}

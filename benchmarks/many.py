@@ -14,14 +14,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from benchmarks.cases import Config, expect_count, list_all
 from benchmarks.fixtures import Repo, make_repo, write_record
 from benchmarks.measure import Outcome, Sample, alternate
 from benchmarks.proc import BenchError
 from benchmarks.sandbox import Sandbox
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from benchmarks.cases import Config
 
 SLOWEST_CALL_S = 10.0
 
@@ -121,8 +118,6 @@ def b12(cfg: Config, out: Outcome) -> list[Outcome]:
         repo = make_repo(sb, sb.path("repo"), 100)
         for i in range(records):
             write_record(sb.vibe_home, repo, f"rec-{i:04d}", i)
-        from benchmarks.cases import expect_count, list_all
-
         expect_count(sb, repo, sb.env, records)
 
         def tool(i: int) -> Sample:

@@ -1,0 +1,38 @@
+"""Every benchmark by id: what it measures, its target ratio, and the function that runs it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from benchmarks import collisions, landing, many, ready
+from benchmarks.cases import Config, b1, b2, b3, b4, b5, b6
+from benchmarks.measure import Outcome
+
+
+@dataclass(frozen=True)
+class Bench:
+    id: str
+    what: str
+    target: float
+    fn: Callable[[Config, Outcome], list[Outcome]]
+
+
+BENCHMARKS: dict[str, Bench] = {
+    b.id: b
+    for b in (
+        Bench("B1", "new vs worktree add, large repo", 0.8, b1),
+        Bench("B2", "new vs worktree add, 100 files", 4.0, b2),
+        Bench("B3", "list --json with status", 0.7, b3),
+        Bench("B4", "prune --keep 0", 1.0, b4),
+        Bench("B5", "--version vs python -c pass", 4.0, b5),
+        Bench("B6", "list --no-status --json vs --version", 3.0, b6),
+        Bench("B7", "list --json with integration", 0.7, landing.b7),
+        Bench("B8", "merge vs rebase + update-ref + worktree remove", 0.6, landing.b8),
+        Bench("B9", "new with a copied node_modules vs add + cp -a", 0.6, ready.b9),
+        Bench("B10", "new --sparse vs a full worktree add", 0.15, ready.b10),
+        Bench("B11", "parallel new+rm cycles vs one after another", 0.8, many.b11),
+        Bench("B12", "list --no-status --json, 5000 records, vs --version", 8.0, many.b12),
+        Bench("B13", "conflicts --json vs a raw forecast script", 0.7, collisions.b13),
+    )
+}
