@@ -443,7 +443,10 @@ def cmd_skill(wt: Worktrees, ns: argparse.Namespace) -> int:
     from . import skill
 
     if ns.action == "show":
-        sys.stdout.write(skill.skill_text())
+        if ns.json:
+            _print_json({"name": skill.SKILL_NAME, "text": skill.skill_text()})
+        else:
+            sys.stdout.write(skill.skill_text())
         return EXIT_OK
     installed = skill.install(ns.target or skill.default_target(ns.agent, wt.root.home))
     if ns.json:

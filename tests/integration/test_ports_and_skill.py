@@ -64,3 +64,9 @@ def test_skill_install_default_vibe_and_target(box: Box) -> None:
     (target / "SKILL.md").write_text("old version\n")
     assert box.ok("skill", "install", "--target", str(target), "--json").json()["changed"]
     assert box.ok("skill", "show").out == skill_text()
+
+
+def test_skill_show_json_is_the_skill_as_json(box: Box) -> None:
+    shown = box.ok("skill", "show", "--json").json()
+    assert shown == {"name": "vibe-worktree", "text": skill_text()}
+    assert box.ok("skill", "show").out == skill_text()
