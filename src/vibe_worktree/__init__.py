@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .api import Listed, Worktrees, WorktreeStatus
+    from .carry import Carried
     from .collisions import CollisionPair, ConflictsResult, WorktreeCollisions
     from .create import Created
     from .errors import VwtError
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "Worktrees": "api", "Listed": "api", "WorktreeStatus": "api", "Created": "create",
+    "Carried": "carry",
     "VwtError": "errors", "PruneResult": "prune", "Removal": "remove", "Snapshot": "remove",
     "ConflictsResult": "collisions", "CollisionPair": "collisions",
     "WorktreeCollisions": "collisions",
@@ -30,9 +32,9 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "CollisionPair", "ConflictsResult", "Created", "Listed", "MergeResult", "PruneResult",
-    "Removal", "Snapshot", "SyncResult", "VwtError", "WorktreeCollisions", "WorktreeStatus",
-    "Worktrees", "__version__",
+    "Carried", "CollisionPair", "ConflictsResult", "Created", "Listed", "MergeResult",
+    "PruneResult", "Removal", "Snapshot", "SyncResult", "VwtError", "WorktreeCollisions",
+    "WorktreeStatus", "Worktrees", "__version__",
 ]
 
 

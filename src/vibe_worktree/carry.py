@@ -134,8 +134,8 @@ def capture(source: Source) -> Captured:
     problem = work_problem(source.checkout.path, source.checkout, inspection)
     if problem:
         raise ValidationFailed(f"cannot carry the changes: {problem}")
-    index_tree = _index_tree(source)
-    work_tree = _work_tree(source)
+    # two independent reads, side by side; neither writes the source's index or files
+    index_tree, work_tree = g.map_parallel(lambda read: read(source), [_index_tree, _work_tree])
     head_tree = g.tree_of(source.git, st.head)
     staged = _differences(source.git, head_tree, index_tree)
     files = _differences(source.git, head_tree, work_tree)
@@ -240,8 +240,9 @@ def take_out(captured: Captured) -> list[str]:
     source = captured.source
     if g.rev_parse(source.git, "HEAD") != captured.head:  # committed meanwhile: hands off
         return list(captured.files)
-    changed = {*_differences(source.git, captured.index_tree, _index_tree(source)),
-               *_differences(source.git, captured.work_tree, _work_tree(source))}
+    index_now, work_now = g.map_parallel(lambda read: read(source), [_index_tree, _work_tree])
+    changed = {*_differences(source.git, captured.index_tree, index_now),
+               *_differences(source.git, captured.work_tree, work_now)}
     left = [p for p in captured.files if p in changed]
     revert = [p for p in captured.files if p not in changed]
     if revert:

@@ -33,12 +33,15 @@ def make_work(repo: Any) -> dict[str, bytes | None]:
     repo.write(ODD_NAME, "odd\n")  # untracked, awkward name
     repo.write("fresh/new.txt", "new\n")  # untracked in a new folder
     (repo.path / "bin.dat").write_bytes(BINARY)
+    repo.write("notes/1.txt", "staged version\n")
+    repo.git("add", "notes/1.txt")
+    repo.write("notes/1.txt", "working version\n")  # staged, then changed again
     repo.write("debug.log", "ignored\n")
     repo.write("build/out.o", "ignored\n")
     return {"src/app.py": b"print('staged')\n", "README.md": b"# unstaged\n",
             "lib/gone.txt": None, "lib/keep.txt": None, "old name.txt": None,
             "new name.txt": b"renamed\n", ODD_NAME: b"odd\n", "fresh/new.txt": b"new\n",
-            "bin.dat": BINARY}
+            "bin.dat": BINARY, "notes/1.txt": b"working version\n"}
 
 
 def files_of(where: Path, expected: dict[str, bytes | None]) -> dict[str, bytes | None]:
@@ -84,19 +87,41 @@ def test_carry_keeps_the_executable_bit(repo, vwt):
     assert os.stat(path / "run.sh").st_mode & stat.S_IXUSR
 
 
+def test_carry_copies_symlinks_as_links_and_works_from_a_subfolder(repo, vwt):
+    os.symlink("/etc/hostname", repo.path / "outside")
+    os.symlink("README.md", repo.path / "src" / "inside")
+    path = Path(vwt.new("wip", "--move", cwd=repo.path / "src")["path"])
+    assert os.readlink(path / "outside") == "/etc/hostname"
+    assert os.readlink(path / "src" / "inside") == "README.md"
+    assert not os.path.lexists(repo.path / "outside")
+    assert not os.path.lexists(repo.path / "src" / "inside")
+    assert (repo.path / "src/app.py").exists()
+
+
+def test_move_of_a_file_replaced_by_a_folder_restores_the_file(repo, vwt):
+    (repo.path / "src/app.py").unlink()
+    repo.write("src/app.py/inner.txt", "now a folder\n")
+    path = Path(vwt.new("wip", "--move")["path"])
+    assert (path / "src/app.py/inner.txt").read_text() == "now a folder\n"
+    assert (repo.path / "src/app.py").read_text() == "print('hi')\n"
+    assert status(repo, repo.path) == []
+
+
 def test_carry_from_a_ref_the_changes_apply_to(repo, vwt):
     base = repo.head()
     other = repo.commit("elsewhere", {"other.txt": "other\n"})
     repo.git("checkout", "-q", base)
     repo.write("README.md", "# changed\n")
     repo.write("untracked.txt", "u\n")
+    (repo.path / "data.bin").write_bytes(BINARY)
     made = vwt.new("wip", "--carry", "--from", other)
     path = Path(made["path"])
     assert made["base_commit"] == other
     assert (path / "other.txt").read_text() == "other\n"
     assert (path / "README.md").read_text() == "# changed\n"
     assert (path / "untracked.txt").read_text() == "u\n"
-    assert status(repo, path) == [" M README.md", "?? untracked.txt"]
+    assert (path / "data.bin").read_bytes() == BINARY
+    assert status(repo, path) == [" M README.md", "?? data.bin", "?? untracked.txt"]
 
 
 def test_carry_from_a_ref_it_conflicts_with_creates_nothing(repo, vwt):
@@ -300,3 +325,29 @@ def test_mcp_create_carries_and_offers_no_move(repo, vwt):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_carry_refuses_a_nested_repository_and_creates_nothing(repo, vwt):
+    nested = repo.path / "vendor/lib"
+    nested.mkdir(parents=True)
+    repo.sandbox.run_git("init", "-q", cwd=nested)
+    (nested / "code.txt").write_text("only here\n")
+    result = vwt("new", "wip", "--move")
+    assert_error(result, 1)
+    assert "repository of its own" in result.err
+    assert not repo.branch_exists("wip") and not repo.claim("wip").exists()
+    assert (nested / "code.txt").read_text() == "only here\n"
+
+
+def test_carry_refuses_unresolved_conflicts_and_creates_nothing(repo, vwt):
+    base = repo.head()
+    repo.git("checkout", "-q", "-b", "theirs")
+    repo.commit("theirs", {"README.md": "# theirs\n"})
+    repo.git("checkout", "-q", "main")
+    repo.commit("ours", {"README.md": "# ours\n"})
+    assert not repo.git_ok("merge", "-q", "theirs")
+    result = vwt("new", "wip", "--carry")
+    assert_error(result, 1)
+    assert "conflicts" in result.err
+    assert not repo.branch_exists("wip") and not repo.claim("wip").exists()
+    assert repo.rev("HEAD") != base
