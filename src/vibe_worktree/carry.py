@@ -267,13 +267,31 @@ def _revert(captured: Captured, paths: Sequence[str]) -> None:
 
 
 def _remove_file(top: str, path: str) -> None:
-    """Delete a file HEAD does not have (never a folder), then its emptied parent folders."""
+    """Delete a file HEAD does not have (never a folder, never through a symlinked folder),
+    then its emptied parent folders."""
     full = os.path.join(top, path)
+    if _through_symlink(top, path):
+        return
     with suppress(OSError):  # gone already, or a folder now: left as it is
         os.unlink(full)
     parent = os.path.dirname(full)
     while parent != top and parent.startswith(top + os.sep) and rmdir_if_empty(parent):
         parent = os.path.dirname(parent)
+
+
+def _through_symlink(top: str, path: str) -> bool:
+    """A folder on the way from `top` to `path` is a symlink (or is not there)."""
+    import stat
+
+    folder = top
+    for part in path.split("/")[:-1]:
+        folder = os.path.join(folder, part)
+        try:
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                return True
+        except OSError:
+            return True
+    return False
 
 
 __all__ = ["CARRIED_PREFIX", "Carried", "Plan", "finish", "prepare"]

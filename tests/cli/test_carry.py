@@ -351,3 +351,19 @@ def test_carry_refuses_unresolved_conflicts_and_creates_nothing(repo, vwt):
     assert "conflicts" in result.err
     assert not repo.branch_exists("wip") and not repo.claim("wip").exists()
     assert repo.rev("HEAD") != base
+
+
+def test_taking_a_file_out_never_goes_through_a_symlinked_folder(tmp_path):
+    from vibe_worktree.carry import _remove_file
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious.txt").write_text("keep\n")
+    top = tmp_path / "checkout"
+    (top / "real").mkdir(parents=True)
+    (top / "real/added.txt").write_text("carried\n")
+    os.symlink(outside, top / "swapped")
+    _remove_file(str(top), "swapped/precious.txt")
+    _remove_file(str(top), "real/added.txt")
+    assert (outside / "precious.txt").read_text() == "keep\n"
+    assert not (top / "real").exists()  # the file and the folder it alone held
