@@ -78,12 +78,13 @@ class Plan(NamedTuple):
 def open_source(cwd: str) -> Source:
     git = g.Git(cwd)
     result = git.run("rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir",
-                     "--symbolic-full-name", "HEAD", check=False)
+                     check=False)
     lines = result.stdout.splitlines()
-    if result.returncode != 0 or len(lines) < 3:
-        raise VwtError("--carry and --move need a checkout with files; run it inside one")
+    if result.returncode != 0 or len(lines) != 3:
+        raise VwtError("--carry and --move take the work of the checkout you are in; run them "
+                       "inside a git checkout")
     top, admin, common = lines[0], lines[1], os.path.join(cwd, lines[2])
-    checkout = Checkout(top, admin, os.path.realpath(common), lines[3] if len(lines) > 3 else None)
+    checkout = Checkout(top, admin, os.path.realpath(common), None)
     return Source(checkout, housekeeping_git(checkout))
 
 
@@ -99,9 +100,11 @@ def _index_tree(source: Source) -> str:
         result = source.git.run("write-tree", env={"GIT_INDEX_FILE": index}, check=False)
     finally:
         unlink_if_exists(index)
-    if result.returncode != 0:
+    if result.returncode != 0 and "unmerged" in result.stderr:
         raise VwtError(f"{source.checkout.path} has unresolved conflicts; resolve them (or "
                        "commit) before carrying its changes")
+    if result.returncode != 0:
+        raise GitFailed(f"git write-tree failed: {g.first_line(result.stderr)}")
     return result.stdout.strip()
 
 

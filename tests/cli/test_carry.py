@@ -367,3 +367,10 @@ def test_taking_a_file_out_never_goes_through_a_symlinked_folder(tmp_path):
     _remove_file(str(top), "real/added.txt")
     assert (outside / "precious.txt").read_text() == "keep\n"
     assert not (top / "real").exists()  # the file and the folder it alone held
+
+
+def test_carry_outside_a_checkout_is_a_one_line_error(repo, vwt, tmp_path):
+    elsewhere = tmp_path / "not-a-repo"
+    elsewhere.mkdir()
+    result = vwt("new", "wip", "--carry", cwd=elsewhere)
+    assert_error(result, 1, max_lines=1)
