@@ -374,3 +374,33 @@ def test_carry_outside_a_checkout_is_a_one_line_error(repo, vwt, tmp_path):
     elsewhere.mkdir()
     result = vwt("new", "wip", "--carry", cwd=elsewhere)
     assert_error(result, 1, max_lines=1)
+
+
+def test_post_create_hooks_see_the_carried_work(repo, vwt, sandbox):
+    sandbox.vibe_home.mkdir(parents=True, exist_ok=True)
+    (sandbox.vibe_home / "worktree.toml").write_text(
+        '[[hooks]]\nname = "look"\ntype = "post_create"\n'
+        'command = "cp README.md seen-by-hook.txt"\n')
+    repo.write("README.md", "# carried before the hook\n")
+    made = vwt.new("wip", "--move")
+    assert [h["status"] for h in made["hooks"]] == ["ok"]
+    seen = Path(made["path"]) / "seen-by-hook.txt"
+    assert seen.read_text() == "# carried before the hook\n"
+
+
+@pytest.mark.parametrize("step", ["new.added", "carry.filled"])
+def test_a_carry_killed_mid_creation_can_be_finished_removed_and_retried(repo, vwt, step):
+    repo.write("README.md", "# wip\n")
+    killed = vwt("new", "wip", "--move", env_extra={"VWT_CRASH_AT": step})
+    assert killed.code == -9
+    assert (repo.path / "README.md").read_text() == "# wip\n"  # the source is untouched
+    refused = vwt("new", "wip", "--move")
+    assert_error(refused, 1)
+    adopted = Path(vwt.new("wip")["path"])  # finishes it, as for any interrupted `new`
+    if step == "carry.filled":  # the work was in place: the worktree is a finished carry
+        assert (adopted / "README.md").read_text() == "# wip\n"
+        return
+    vwt.ok("rm", "wip")  # nothing carried yet: clean, so it simply goes
+    made = vwt.new("wip", "--move")
+    assert (Path(made["path"]) / "README.md").read_text() == "# wip\n"
+    assert status(repo, repo.path) == []
