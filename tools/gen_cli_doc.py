@@ -17,7 +17,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT / "src"))
 
 from vibe_worktree import cli  # noqa: E402
-from vibe_worktree.errors import (  # noqa: E402
+from vibe_worktree.core.errors import (  # noqa: E402
     EXIT_ERROR,
     EXIT_HELD,
     EXIT_NEEDS_CONFIRMATION,

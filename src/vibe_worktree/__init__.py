@@ -13,21 +13,22 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .api import Listed, Worktrees, WorktreeStatus
-    from .carry import Carried
-    from .collisions import CollisionPair, ConflictsResult, WorktreeCollisions
-    from .create import Created
-    from .errors import VwtError
+    from .core.errors import VwtError
+    from .landing.collisions import CollisionPair, ConflictsResult, WorktreeCollisions
     from .landing.merge import MergeResult
     from .landing.sync import SyncResult
-    from .prune import PruneResult
-    from .remove import Removal, Snapshot
+    from .lifecycle.carry import Carried
+    from .lifecycle.create import Created
+    from .lifecycle.prune import PruneResult
+    from .lifecycle.remove import Removal, Snapshot
 
 _EXPORTS = {
-    "Worktrees": "api", "Listed": "api", "WorktreeStatus": "api", "Created": "create",
-    "Carried": "carry",
-    "VwtError": "errors", "PruneResult": "prune", "Removal": "remove", "Snapshot": "remove",
-    "ConflictsResult": "collisions", "CollisionPair": "collisions",
-    "WorktreeCollisions": "collisions",
+    "Worktrees": "api", "Listed": "api", "WorktreeStatus": "api", "Created": "lifecycle.create",
+    "Carried": "lifecycle.carry",
+    "VwtError": "core.errors", "PruneResult": "lifecycle.prune", "Removal": "lifecycle.remove",
+    "Snapshot": "lifecycle.remove",
+    "ConflictsResult": "landing.collisions", "CollisionPair": "landing.collisions",
+    "WorktreeCollisions": "landing.collisions",
     "MergeResult": "landing.merge", "SyncResult": "landing.sync",
 }
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple
 
-from .errors import NotFound, ValidationFailed, VwtError
-from .git import Git, map_parallel
-from .layout import Claim, Root, resolve_home
-from .locks import (
+from .core.errors import NotFound, ValidationFailed, VwtError
+from .core.git import Git, map_parallel
+from .core.layout import Claim, Root, resolve_home
+from .core.locks import (
     Holder,
     acquire_holder,
     live_holders,
@@ -27,8 +28,7 @@ from .locks import (
     registry_lock,
     running_hooks,
 )
-from .tuples import NamedTuple
-from .worktrees import (
+from .lifecycle.worktrees import (
     BROKEN,
     MISSING,
     ORPHANED,
@@ -51,19 +51,19 @@ from .worktrees import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from . import create as _create
-    from . import remove as _remove
-    from .collisions import ConflictsResult
-    from .create import Created
-    from .doctor import Report as DoctorReport
-    from .hooks import Ask, HookResult
-    from .hooks import Listed as ListedHook
-    from .landing.integration import Integration, Tips
+    from .core.integration import Integration, Tips
+    from .health.doctor import Report as DoctorReport
+    from .health.orphans import Repaired
+    from .landing.collisions import ConflictsResult
     from .landing.merge import MergeResult
     from .landing.sync import SyncResult
-    from .orphans import Repaired
-    from .prune import PruneResult
-    from .remove import Confirm, Removal, Snapshot
+    from .lifecycle import create as _create
+    from .lifecycle import remove as _remove
+    from .lifecycle.create import Created
+    from .lifecycle.hooks import Ask, HookResult
+    from .lifecycle.hooks import Listed as ListedHook
+    from .lifecycle.prune import PruneResult
+    from .lifecycle.remove import Confirm, Removal, Snapshot
 
 Warn = Callable[[str], None]
 HOLDER_ENV = "VWT_HOLDER_ID"
@@ -196,7 +196,7 @@ def _with_status(row: Listed, entry: Entry, checkout: Checkout,
         inspection = inspect_checkout(checkout, entry.record, cache)
         landed: Integration | int | None = None
         if tips is not None and inspection.head is not None:
-            from .landing.integration import cheap_check
+            from .core.integration import cheap_check
 
             landed = cheap_check(housekeeping_git(checkout, cache), inspection.head, tips)
     except VwtError as exc:
@@ -213,7 +213,7 @@ def _with_status(row: Listed, entry: Entry, checkout: Checkout,
 def _finish_integration(rows: list[Listed], undecided: dict[str, list[tuple[int, str]]],
                         tips: dict[str, Tips | None], cache: dict[str, tuple[str, ...]]) -> None:
     """The expensive integration checks, a few git processes per repository."""
-    from .landing.integration import finish_checks
+    from .core.integration import finish_checks
 
     for common_dir, items in undecided.items():
         repo_tips = tips[common_dir]
@@ -235,14 +235,14 @@ def _integration(checkout: Checkout, inspection: Inspection,
                  ) -> Integration | None:
     if tips is None or inspection.head is None:
         return None
-    from .landing.integration import check
+    from .core.integration import check
 
     return check(housekeeping_git(checkout, cache), inspection.head, tips)
 
 
 def _tips_by_repo(common_dirs: Iterable[str]) -> dict[str, Tips | None]:
     """The target tips of each repository, read once per listing."""
-    from .landing.integration import read_tips
+    from .core.integration import read_tips
 
     found: dict[str, Tips | None] = {}
     for common_dir in dict.fromkeys(common_dirs):
@@ -297,13 +297,13 @@ class Worktrees:
         `move`: the same, then take that work out of the source (saved first to
         `refs/vibe/carried/NAME`). See `Created.carried`.
         """
-        from . import create as _create  # only creating pays for it
+        from .lifecycle import create as _create  # only creating pays for it
 
         if (carry or move) and (pr is not None or sparse):
             raise VwtError("--carry and --move make a full checkout of a new branch; drop "
                            "--pr and --sparse", 2)
         if pr is not None:
-            from . import pulls
+            from .lifecycle import pulls
 
             number = pulls.check_number(pr)
             name = name if name is not None else pulls.branch_for(number)
@@ -315,17 +315,17 @@ class Worktrees:
 
         dirs = None
         if sparse:
-            from .sparse import normalise
+            from .lifecycle.sparse import normalise
 
             dirs = normalise(sparse)
 
         if hooks and os.path.exists(f"{self.root.home}/worktree.toml"):
-            from .hooks import check_user_file
+            from .lifecycle.hooks import check_user_file
 
             check_user_file(self.root.home)  # broken: fail before anything is created
         plan = None
         if carry or move:
-            from . import carry as _carry
+            from .lifecycle import carry as _carry
 
             plan = _carry.prepare(self.cwd, name, branch, from_ref)
             from_ref, dirs = plan.start, ()
@@ -343,7 +343,7 @@ class Worktrees:
         return self._post_create(created, ask) if hooks and created.created else created
 
     def restore(self, name: str, *, hooks: bool = True, ask: Ask | None = None) -> Created:
-        from . import create as _create
+        from .lifecycle import create as _create
 
         created = _create.restore(self.repo, name, self._output)
         return self._post_create(created, ask) if hooks else created
@@ -351,7 +351,7 @@ class Worktrees:
     def _post_create(self, created: Created, ask: Ask | None) -> Created:
         if not created.sparse and not _any_hooks_file(self.root.home, created.path):
             return created
-        from . import hooks as _hooks
+        from .lifecycle import hooks as _hooks
 
         ctx = _hooks.context(self.root.home, created.bucket, created.name, created.branch,
                              created.path, created.repo_root, created.base_commit)
@@ -363,14 +363,14 @@ class Worktrees:
     # -- hooks -----------------------------------------------------------------------------
     def hooks(self) -> list[ListedHook]:
         """The user's hooks and the project hooks of the checkout containing `cwd`."""
-        from .hooks import listing
+        from .lifecycle.hooks import listing
 
         return listing(self.root.home, self.repo.bucket, self.repo.info.toplevel)
 
     def approve_hooks(self, names: Sequence[str] = (), *, all_hooks: bool = False,
                       approve: bool = True) -> list[ListedHook]:
         """Approve (or with `approve=False` revoke) project hooks by name, or all of them."""
-        from .hooks import PROJECT, change_approvals
+        from .lifecycle.hooks import PROJECT, change_approvals
 
         project = [row.hook for row in self.hooks() if row.hook.source == PROJECT]
         if not all_hooks:
@@ -386,7 +386,7 @@ class Worktrees:
 
     @property
     def _output(self) -> _create.Output:
-        from .create import Output
+        from .lifecycle.create import Output
 
         return Output(self.warn, self.progress)
 
@@ -434,13 +434,13 @@ class Worktrees:
         record = require_trusted(entry)
         if entry.state not in (READY, MISSING):
             raise VwtError(f"{name} is {entry.state}; there is no checkout to inspect yet")
-        from . import remove as _remove
+        from .lifecycle import remove as _remove
 
         target = _remove.target_for(entry)
         inspection: Inspection = _remove.inspect(target)
         landed = None
         if target.checkout is not None:
-            from .landing.integration import read_tips
+            from .core.integration import read_tips
 
             landed = _integration(target.checkout, inspection, None, read_tips(target.repo_git))
         with registry_lock(self.root):
@@ -461,7 +461,7 @@ class Worktrees:
         and with each other. Changes nothing and holds nothing, so it is safe while their
         sessions work. NAME: its own collisions; `path` (a file or folder relative to the
         top level): only who changes it; `all_repos`: every repository."""
-        from . import collisions
+        from .landing import collisions
 
         if name is not None and all_repos:
             raise VwtError("NAME and --all do not go together; NAME is in this repository", 2)
@@ -479,7 +479,7 @@ class Worktrees:
         return collisions.forecast(self.root, buckets, collisions.Scope(name, where))
 
     def _toplevel_or_none(self) -> str | None:
-        from .errors import NotARepository
+        from .core.errors import NotARepository
 
         try:
             return self.repo.info.toplevel
@@ -520,7 +520,7 @@ class Worktrees:
         with self.hold(name) as holder:
             env = dict(os.environ)
             env.update(VWT_NAME=name, VWT_PATH=holder.claim.checkout, **{HOLDER_ENV: holder.id})
-            from .ports import PORT_ENV, worktree_port
+            from .core.ports import PORT_ENV, worktree_port
 
             env[PORT_ENV] = str(worktree_port(self.root.home, holder.claim.bucket, name))
             env.update(extra_env or {})
@@ -553,7 +553,7 @@ class Worktrees:
         (`VWT_HOLDER_ID`, set by `vwt run`, is always among them). `hooks`: run the
         pre_remove hooks first (a failing one stops the removal: outcome hook_failed).
         """
-        from . import remove as _remove
+        from .lifecycle import remove as _remove
 
         claim = self.claim(name)
         ask = confirm_dirty if callable(confirm_dirty) else (lambda _q, v=confirm_dirty: v)
@@ -570,7 +570,7 @@ class Worktrees:
             record, claim = target.record, target.claim
             if not _any_hooks_file(self.root.home, claim.checkout):
                 return (), None
-            from . import hooks as _hooks
+            from .lifecycle import hooks as _hooks
 
             ctx = _hooks.context(self.root.home, claim.bucket, claim.name, record.branch,
                                  claim.checkout, record.repo_root, record.base_commit or "")
@@ -583,7 +583,7 @@ class Worktrees:
         require_trusted(entry)
         if entry.state != READY:
             raise VwtError(f"{name} is {entry.state}; there is no checkout to snapshot")
-        from . import remove as _remove
+        from .lifecycle import remove as _remove
 
         return _remove.snapshot(_remove.target_for(entry))
 
@@ -605,7 +605,7 @@ class Worktrees:
         run_hooks = None
         claim = self.claim(name)
         if hooks and _any_hooks_file(self.root.home, claim.checkout):
-            from .hooks import Runner, for_merge
+            from .lifecycle.hooks import Runner, for_merge
 
             run_hooks = for_merge(Runner(self.root.home, self.warn, ask), claim.checkout)
         request = Request(name, into, mode, message, commit, keep, fetch, own, run_hooks)
@@ -613,7 +613,7 @@ class Worktrees:
 
     def merge_target(self, into: str | None = None) -> str:
         """The short name of the branch `merge` would land NAME on (SPEC §8)."""
-        from .target import require
+        from .core.target import require
 
         return require(self.repo.git, into).branch
 
@@ -626,26 +626,26 @@ class Worktrees:
     def prune(self, keep: int | None = None, dry_run: bool = False,
               merged: bool = False) -> PruneResult:
         """Retention; `merged` also removes clean worktrees whose commits have landed."""
-        from .prune import prune
+        from .lifecycle.prune import prune
 
         return prune(self.root, keep, dry_run, self.warn, merged)
 
     # -- health ----------------------------------------------------------------------------
     def doctor(self) -> DoctorReport:
         """Every problem of the home (changes nothing on disk)."""
-        from .doctor import check
+        from .health.doctor import check
 
         return check(self.root, self.cwd)
 
     def archive_orphans(self) -> Sequence[Repaired]:
         """Archive the checkouts of vanished repositories into `<root>/.orphans`."""
-        from .orphans import archive_orphans
+        from .health.orphans import archive_orphans
 
         return archive_orphans(self.root, self.cwd)
 
     def relocate(self) -> Sequence[Repaired]:
         """Inside a moved repository: bring its worktrees into its current bucket."""
-        from .orphans import relocate
+        from .health.orphans import relocate
 
         return relocate(self.root, self.cwd)
 
@@ -657,7 +657,7 @@ def _any_hooks_file(home: str, checkout: str) -> bool:
 
 
 def _load(claim: Claim) -> Entry | None:
-    from .worktrees import load_entry
+    from .lifecycle.worktrees import load_entry
 
     return load_entry(claim)
 

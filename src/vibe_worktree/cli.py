@@ -14,7 +14,7 @@ import sys
 from types import SimpleNamespace
 
 from . import __version__
-from .errors import (
+from .core.errors import (
     EXIT_ERROR,
     EXIT_HELD,
     EXIT_NEEDS_CONFIRMATION,
@@ -233,13 +233,13 @@ def _restore_args(p: argparse.ArgumentParser) -> None:
 
 
 def _shell_init_args(p: argparse.ArgumentParser) -> None:
-    from .shell import SHELLS
+    from .integrations.shell import SHELLS
 
     p.add_argument("shell", choices=SHELLS, help="the shell to print the function for")
 
 
 def _skill_args(p: argparse.ArgumentParser) -> None:
-    from .skill import AGENTS
+    from .integrations.skill import AGENTS
 
     p.add_argument("action", choices=("install", "show"),
                    help="install: write SKILL.md for an agent; show: print it")
@@ -288,30 +288,6 @@ def _schema_args(p: argparse.ArgumentParser) -> None:
 
 def _no_args(p: argparse.ArgumentParser) -> None:
     pass
-
-
-def _merge_args(p: argparse.ArgumentParser) -> None:
-    from .landing.cli import merge_args
-
-    merge_args(p)
-
-
-def _sync_args(p: argparse.ArgumentParser) -> None:
-    from .landing.cli import sync_args
-
-    sync_args(p)
-
-
-def cmd_merge(wt: Worktrees, ns: argparse.Namespace) -> int:
-    from .landing.cli import run_merge
-
-    return run_merge(wt, ns, _print_json)
-
-
-def cmd_sync(wt: Worktrees, ns: argparse.Namespace) -> int:
-    from .landing.cli import run_sync
-
-    return run_sync(wt, ns, _print_json)
 
 
 # -- rendering ------------------------------------------------------------------------------
@@ -376,7 +352,7 @@ def cmd_new(wt: Worktrees, ns: argparse.Namespace) -> int:
 def cmd_list(wt: Worktrees, ns: argparse.Namespace) -> int:
     all_repos = ns.all
     if not all_repos:
-        from .errors import NotARepository
+        from .core.errors import NotARepository
 
         try:
             wt.repo  # noqa: B018 - outside a repository, list them all
@@ -419,8 +395,8 @@ def cmd_cd(wt: Worktrees, ns: argparse.Namespace) -> int:
 
 
 def cmd_port(wt: Worktrees, ns: argparse.Namespace) -> int:
-    from .names import validate_name
-    from .ports import worktree_port
+    from .core.names import validate_name
+    from .core.ports import worktree_port
 
     validate_name(ns.name, as_branch=False)
     bucket = wt.repo.bucket
@@ -433,14 +409,14 @@ def cmd_port(wt: Worktrees, ns: argparse.Namespace) -> int:
 
 
 def cmd_shell_init(_wt: Worktrees, ns: argparse.Namespace) -> int:
-    from .shell import init_script
+    from .integrations.shell import init_script
 
     sys.stdout.write(init_script(ns.shell))
     return EXIT_OK
 
 
 def cmd_skill(wt: Worktrees, ns: argparse.Namespace) -> int:
-    from . import skill
+    from .integrations import skill
 
     if ns.action == "show":
         if ns.json:
@@ -460,7 +436,7 @@ def cmd_skill(wt: Worktrees, ns: argparse.Namespace) -> int:
 
 def _complete(argv: list[str]) -> int:
     """`vwt __complete -- WORD...`: one candidate a line for the last WORD."""
-    from .shell import candidates, wants_names
+    from .integrations.shell import candidates, wants_names
 
     words = argv[1:] if argv[:1] == ["--"] else argv
     names: list[str] = []
@@ -521,7 +497,14 @@ def cmd_shell(wt: Worktrees, ns: argparse.Namespace) -> int:
 
 
 def cmd_rm(wt: Worktrees, ns: argparse.Namespace) -> int:
-    from .remove import FORGOTTEN, HOOK_FAILED, KEPT_DIRTY, KEPT_IN_USE, NOT_FOUND, REMOVED
+    from .lifecycle.remove import (
+        FORGOTTEN,
+        HOOK_FAILED,
+        KEPT_DIRTY,
+        KEPT_IN_USE,
+        NOT_FOUND,
+        REMOVED,
+    )
 
     terminal = _on_terminal()
     confirm_dirty: Any = True if ns.yes else (_ask if terminal else False)
@@ -638,7 +621,7 @@ def cmd_conflicts(wt: Worktrees, ns: argparse.Namespace) -> int:
     if ns.json:
         _print_json(result.to_json())
     else:
-        from .collisions import describe
+        from .landing.collisions import describe
 
         print("\n".join(describe(result, qualify=ns.all)))
     for row in result.worktrees:
@@ -649,7 +632,7 @@ def cmd_conflicts(wt: Worktrees, ns: argparse.Namespace) -> int:
 
 def cmd_mcp(wt: Worktrees, ns: argparse.Namespace) -> int:
     try:
-        from .mcp_server import serve
+        from .integrations.mcp_server import serve
     except ImportError as exc:
         raise VwtError(f"the MCP server needs the mcp extra: pip install 'vibe-worktree[mcp]' "
                        f"({exc})") from None
@@ -673,16 +656,107 @@ def cmd_board(wt: Worktrees, ns: argparse.Namespace) -> int:
     return serve(wt, ns.port, open_browser=not ns.no_open)
 
 
-def _doctor_args(p: argparse.ArgumentParser) -> None:
-    from .doctor import add_arguments
+def _merge_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--into", metavar="BRANCH", help="target branch (default: main, see docs)")
+    modes = p.add_mutually_exclusive_group()
+    modes.add_argument("--squash", dest="mode", action="store_const", const="squash",
+                       help="one new commit on the target (the default)")
+    modes.add_argument("--rebase", dest="mode", action="store_const", const="rebase",
+                       help="replay the worktree's own commits onto the target")
+    modes.add_argument("--ff-only", dest="mode", action="store_const", const="ff-only",
+                       help="only fast-forward the target to the worktree's HEAD")
+    p.set_defaults(mode="squash")
+    p.add_argument("-m", "--message", help="message of the squash (or --commit) commit")
+    p.add_argument("--commit", action="store_true",
+                   help="commit uncommitted changes first (message: -m, or WIP: NAME)")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the worktree, moved onto the target's new tip")
+    p.add_argument("--no-fetch", action="store_true", help="do not fetch the remote first")
+    p.add_argument("--no-hooks", action="store_true", help="run no lifecycle hooks")
 
-    add_arguments(p)
+
+def _sync_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--onto", metavar="BRANCH", help="branch to rebase onto (default: main)")
+    p.add_argument("--no-fetch", action="store_true", help="do not fetch the remote first")
+
+
+def _say_outcome(message: str, code: int) -> None:
+    if message:
+        prefix = "vwt: " if code == 0 else ("vwt: refused: " if code in (3, 4) else "vwt: ")
+        print(f"{prefix}{message}", file=sys.stderr)
+
+
+def cmd_merge(wt: Worktrees, ns: argparse.Namespace) -> int:
+    result = wt.merge(ns.name, into=ns.into, mode=ns.mode, message=ns.message,
+                      commit=ns.commit, keep=ns.keep, fetch=not ns.no_fetch,
+                      hooks=not ns.no_hooks, ask=_hook_asker())
+    _say_outcome(result.message, result.exit_code)
+    if ns.json:
+        _print_json(result.to_json())
+    elif result.outcome == "merged":
+        where = "kept" if not result.removed else "removed"
+        print(f"merged {result.name} into {result.into} at {result.commit} "
+              f"(worktree {where})")
+    elif result.outcome == "up_to_date":
+        print(f"{result.name} is already in {result.into}"
+              + (" (worktree removed)" if result.removed else ""))
+    elif result.conflicts:
+        for path in result.conflicts:
+            print(path)
+    return result.exit_code
+
+
+def cmd_sync(wt: Worktrees, ns: argparse.Namespace) -> int:
+    result = wt.sync(ns.name, onto=ns.onto, fetch=not ns.no_fetch)
+    _say_outcome(result.message, result.exit_code)
+    if ns.json:
+        _print_json(result.to_json())
+    elif result.outcome == "synced":
+        print(f"synced {result.name} onto {result.onto}: {result.head}")
+    elif result.outcome == "up_to_date":
+        print(f"{result.name} already contains {result.onto}")
+    elif result.conflicts:
+        for path in result.conflicts:
+            print(path)
+    return result.exit_code
+
+
+def _doctor_args(p: argparse.ArgumentParser) -> None:
+    repair = p.add_mutually_exclusive_group()
+    repair.add_argument("--archive-orphans", action="store_true",
+                        help="archive each checkout whose repository is gone into "
+                             "<root>/.orphans/<bucket>-<name>.tar.gz, then drop its claim")
+    repair.add_argument("--relocate", action="store_true",
+                        help="inside a moved repository: move its worktrees into its new "
+                             "bucket and repair git's links (deletes nothing)")
 
 
 def cmd_doctor(wt: Worktrees, ns: argparse.Namespace) -> int:
-    from .doctor import run_command
-
-    return run_command(wt, ns, _print_json)
+    if ns.archive_orphans or ns.relocate:
+        done = wt.archive_orphans() if ns.archive_orphans else wt.relocate()
+        key = "archived" if ns.archive_orphans else "relocated"
+        if ns.json:
+            _print_json({key: [r.to_json() for r in done]})
+        else:
+            for r in done:
+                print(f"{r.outcome} {r.bucket}/{r.name}: {r.path}"
+                      + (f" ({r.detail})" if r.detail else ""))
+            if not done:
+                print(f"vwt: nothing to {'archive' if ns.archive_orphans else 'relocate'}",
+                      file=sys.stderr)
+        return 1 if any(r.outcome == "failed" for r in done) else 0
+    report = wt.doctor()
+    if ns.json:
+        _print_json(report.to_json())
+    elif report.healthy:
+        print("healthy")
+    else:
+        for p in report.problems:
+            where = f"{p.bucket}/{p.name}" if p.bucket and p.name else p.bucket or p.path
+            print(f"{p.kind}  {where}: {p.detail}\n    fix: {p.fix}")
+    return 0 if report.healthy else 1
 
 
 # name: (help, handler, add its arguments, accepts --json)

@@ -52,7 +52,7 @@ def age(claimed_at: str | None, now: float | None = None) -> str:
         return "-"
     import time
 
-    from .records import parse_timestamp
+    from .core.records import parse_timestamp
 
     try:
         seconds = max(0.0, (now or time.time()) - parse_timestamp(claimed_at))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 
-from .errors import EXIT_USAGE, VwtError
+from .core.errors import EXIT_USAGE, VwtError
 
 SCHEMA_DIR = os.path.join(os.path.dirname(__file__), "schemas")
 SUFFIX = ".json"

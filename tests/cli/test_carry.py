@@ -354,7 +354,7 @@ def test_carry_refuses_unresolved_conflicts_and_creates_nothing(repo, vwt):
 
 
 def test_taking_a_file_out_never_goes_through_a_symlinked_folder(tmp_path):
-    from vibe_worktree.carry import _remove_file
+    from vibe_worktree.lifecycle.carry import _remove_file
 
     outside = tmp_path / "outside"
     outside.mkdir()

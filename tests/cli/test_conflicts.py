@@ -183,7 +183,7 @@ def test_target_conflicts_appear_once_a_commit_lands_on_the_target(story, vwt):
 def test_target_changes_elsewhere_are_not_merged_against(story, vwt, monkeypatch):
     """Paths that miss everything the target changed need no merge, and none is made."""
     from vibe_worktree import Worktrees
-    from vibe_worktree import git as g
+    from vibe_worktree.core import git as g
 
     a, b = worktree(vwt, "alpha"), worktree(vwt, "beta")
     edit_line(a / "story.txt", 1, "alpha")

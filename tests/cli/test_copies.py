@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from conftest import Repo, Sandbox, Vwt
-from vibe_worktree.copies import copy_files, walk
+from vibe_worktree.lifecycle.copies import copy_files, walk
 
 
 def ignored_node_modules(repo: Repo) -> Path:

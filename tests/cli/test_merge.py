@@ -295,12 +295,12 @@ def test_target_not_checked_out_is_updated_alone(repo, vwt):
 
 
 def test_target_moved_between_compute_and_update_changes_nothing(repo, vwt):
-    from vibe_worktree import git as g
+    from vibe_worktree.core import git as g
+    from vibe_worktree.core.integration import read_tips
+    from vibe_worktree.core.layout import Root
     from vibe_worktree.landing import merge as landing_merge
-    from vibe_worktree.landing.integration import read_tips
-    from vibe_worktree.layout import Root
-    from vibe_worktree.remove import target_for
-    from vibe_worktree.worktrees import load_entry
+    from vibe_worktree.lifecycle.remove import target_for
+    from vibe_worktree.lifecycle.worktrees import load_entry
 
     work(repo, vwt, "feat", {"feat.txt": "feature\n"})
     root = Root.at(str(repo.sandbox.vibe_home))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from vibe_worktree.skill import skill_text
+from vibe_worktree.integrations.skill import skill_text
 
 from .vwt_support import Box
 

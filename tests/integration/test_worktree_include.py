@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from vibe_worktree.include import copy_included_files
+from vibe_worktree.lifecycle.include import copy_included_files
 
 from .vwt_support import Box
 

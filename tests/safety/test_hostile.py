@@ -409,7 +409,7 @@ def test_api_refuses_odd_holder_ids(sb: Sandbox, repo: GitRepo, holder_id: str) 
     code = (
         "import sys\n"
         "from vibe_worktree import Worktrees\n"
-        "from vibe_worktree.errors import VwtError\n"
+        "from vibe_worktree.core.errors import VwtError\n"
         f"wt = Worktrees(cwd={str(repo.path)!r})\n"
         "try:\n"
         f"    h = wt.hold('w', holder_id={holder_id!r})\n"

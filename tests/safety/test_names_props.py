@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from vibe_worktree.errors import InvalidName
-from vibe_worktree.names import (
+from vibe_worktree.core.errors import InvalidName
+from vibe_worktree.core.names import (
     branch_name_problem,
     path_segment_problem,
     slugify,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from vibe_worktree import git as g
-from vibe_worktree.collisions import meet, normalise_path, under
-from vibe_worktree.errors import VwtError
+from vibe_worktree.core import git as g
+from vibe_worktree.core.errors import VwtError
+from vibe_worktree.landing.collisions import meet, normalise_path, under
 
 
 def test_paths_meet_on_a_shared_path_or_a_file_against_a_folder() -> None:

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from vibe_worktree.processes import Process, TimedOut, find_program
+from vibe_worktree.core.processes import Process, TimedOut, find_program
 
 SH = find_program("sh", os.environ.get("PATH"))
 assert SH is not None

@@ -34,7 +34,7 @@ def test_the_version_has_one_source():
 def test_the_wheel_ships_every_data_file_of_the_package():
     pyproject = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))
     shipped = pyproject["tool"]["setuptools"]["package-data"]["vibe_worktree"]
-    assert {"py.typed", "SKILL.md", "schemas/*.json"} <= set(shipped)
+    assert {"py.typed", "integrations/SKILL.md", "schemas/*.json"} <= set(shipped)
     package = PROJECT / "src" / "vibe_worktree"
     data = [path.relative_to(package).as_posix() for path in package.rglob("*")
             if path.is_file() and path.suffix not in (".py", ".pyc")

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from vibe_worktree import cli, mcp_server, schema
+from vibe_worktree import cli, schema
+from vibe_worktree.integrations import mcp_server
 
 
 def raw(name: str) -> dict[str, Any]:

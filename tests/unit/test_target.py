@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from vibe_worktree import git as g
-from vibe_worktree import target
-from vibe_worktree.errors import VwtError
+from vibe_worktree.core import git as g
+from vibe_worktree.core import target
+from vibe_worktree.core.errors import VwtError
 
 
 def test_plain_repository_targets_main(repo) -> None:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vibe_worktree.records import check_timestamp, parse_timestamp, utc_now
+from vibe_worktree.core.records import check_timestamp, parse_timestamp, utc_now
 
 
 @settings(max_examples=2000, deadline=None)

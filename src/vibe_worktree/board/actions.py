@@ -8,13 +8,12 @@ can read, and the API's own JSON document.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..api import Worktrees
-from ..errors import NotFound, VwtError
-from ..names import path_segment_problem
-from ..tuples import NamedTuple
-from ..worktrees import load_entry
+from ..core.errors import NotFound, VwtError
+from ..core.names import path_segment_problem
+from ..lifecycle.worktrees import load_entry
 
 DONE = "done"
 REFUSED = "refused"
@@ -90,7 +89,7 @@ def snapshot(home: str, body: dict[str, Any], warn: Callable[[str], None]) -> Ou
 
 def remove(home: str, body: dict[str, Any], warn: Callable[[str], None]) -> Outcome:
     """Dirty work is removed only with `confirm_dirty` (the API snapshots it first)."""
-    from ..remove import FORGOTTEN, KEPT_DIRTY, KEPT_IN_USE, REMOVED
+    from ..lifecycle.remove import FORGOTTEN, KEPT_DIRTY, KEPT_IN_USE, REMOVED
 
     wt, name = _for_entry(home, body, warn)
     removal = wt.remove(name, confirm_dirty=_flag(body, "confirm_dirty"))

@@ -23,7 +23,7 @@ from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..api import Worktrees
-from ..errors import VwtError
+from ..core.errors import VwtError
 from . import actions, model
 from .security import Guard, Secrets
 

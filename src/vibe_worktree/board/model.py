@@ -15,14 +15,21 @@ import shutil
 import tempfile
 from typing import Any
 
-from .. import git as g
 from ..api import Worktrees
-from ..errors import NotFound, VwtError
-from ..layout import Claim
-from ..locks import UNTRUSTED, live_holders, registry_lock
-from ..names import path_segment_problem
-from ..records import read_limited
-from ..worktrees import MISSING, READY, SNAPSHOT, housekeeping_git, load_entry, validate_checkout
+from ..core import git as g
+from ..core.errors import NotFound, VwtError
+from ..core.layout import Claim
+from ..core.locks import UNTRUSTED, live_holders, registry_lock
+from ..core.names import path_segment_problem
+from ..core.records import read_limited
+from ..lifecycle.worktrees import (
+    MISSING,
+    READY,
+    SNAPSHOT,
+    housekeeping_git,
+    load_entry,
+    validate_checkout,
+)
 
 COMMITS_SHOWN = 200
 DIFF_LIMIT = 1024 * 1024  # characters of diff sent to the page; the rest is cut
@@ -159,7 +166,7 @@ def detail(wt: Worktrees, bucket: str, name: str) -> dict[str, object]:
         found["diff"] = diff[:DIFF_LIMIT]
         found["diff_truncated"] = len(diff) > DIFF_LIMIT
     elif entry.state == MISSING:
-        from ..worktrees import repo_git_for
+        from ..lifecycle.worktrees import repo_git_for
 
         repo_git = repo_git_for(claim, record, None)
         tip = g.branch_tip(repo_git, record.branch)

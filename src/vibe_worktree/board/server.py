@@ -12,7 +12,7 @@ from types import FrameType
 import uvicorn
 
 from ..api import Worktrees
-from ..errors import VwtError
+from ..core.errors import VwtError
 from . import app as board_app
 from .security import Secrets
 

@@ -1,1 +1,1 @@
-"""Landing the work (SPEC §8): integration detection, merge and sync."""
+"""Landing the work: merge, sync, and where parallel sessions will collide (vwt conflicts)."""

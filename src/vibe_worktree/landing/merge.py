@@ -9,9 +9,10 @@ target's checkout is checked for local changes before the target moves.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
-from .. import git as g
-from ..errors import (
+from ..core import git as g
+from ..core.errors import (
     EXIT_ERROR,
     EXIT_HELD,
     EXIT_NEEDS_CONFIRMATION,
@@ -19,11 +20,12 @@ from ..errors import (
     HeldError,
     VwtError,
 )
-from ..faults import checkpoint
-from ..layout import Claim
-from ..locks import acquire_holder, landing_lock, new_holder_id
-from ..records import write_record
-from ..remove import (
+from ..core.faults import checkpoint
+from ..core.integration import Tips, check, read_tips
+from ..core.layout import Claim
+from ..core.locks import acquire_holder, landing_lock, new_holder_id
+from ..core.records import write_record
+from ..lifecycle.remove import (
     Doomed,
     Target,
     acquire_removal,
@@ -35,10 +37,15 @@ from ..remove import (
     target_for,
     tidy_claim_folders,
 )
-from ..tuples import NamedTuple
-from ..worktrees import READY, Entry, Inspection, housekeeping_git, require_entry, require_trusted
+from ..lifecycle.worktrees import (
+    READY,
+    Entry,
+    Inspection,
+    housekeeping_git,
+    require_entry,
+    require_trusted,
+)
 from . import replay
-from .integration import Tips, check, read_tips
 
 SQUASH = "squash"
 REBASE = "rebase"
@@ -64,7 +71,7 @@ Warn = Callable[[str], None]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..hooks import HookResult
+    from ..lifecycle.hooks import HookResult
 
 # Runs the hooks of one moment (kind, the worktree, the target branch, cwd): their results
 # and why the merge must stop (None to go on).
@@ -153,7 +160,7 @@ def _merge_locked(entry: Entry, branch: str, target: Target, request: Request) -
 
 
 def fetch_target(target: Target, into: str | None, warn: Warn) -> None:
-    from .. import target as _target
+    from ..core import target as _target
 
     found = _target.resolve(target.repo_git, into)
     if found is None or found.remote is None:

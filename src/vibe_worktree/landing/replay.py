@@ -7,8 +7,9 @@ same way. A conflict is a value, not a half-finished state to clean up.
 
 from __future__ import annotations
 
-from .. import git as g
-from ..tuples import NamedTuple
+from typing import NamedTuple
+
+from ..core import git as g
 
 
 class Landed(NamedTuple):

@@ -9,17 +9,17 @@ clean) and then the record's `base_commit`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
-from .. import git as g
-from ..errors import EXIT_ERROR, EXIT_NEEDS_CONFIRMATION, EXIT_OK, HeldError, VwtError
-from ..layout import Claim
-from ..locks import acquire_holder, new_holder_id
-from ..records import write_record
-from ..remove import Target, inspect, target_for, tidy_claim_folders
-from ..tuples import NamedTuple
-from ..worktrees import READY, housekeeping_git, require_entry, require_trusted
+from ..core import git as g
+from ..core.errors import EXIT_ERROR, EXIT_NEEDS_CONFIRMATION, EXIT_OK, HeldError, VwtError
+from ..core.integration import Tips, read_tips
+from ..core.layout import Claim
+from ..core.locks import acquire_holder, new_holder_id
+from ..core.records import write_record
+from ..lifecycle.remove import Target, inspect, target_for, tidy_claim_folders
+from ..lifecycle.worktrees import READY, housekeeping_git, require_entry, require_trusted
 from . import replay
-from .integration import Tips, read_tips
 from .merge import fetch_target
 
 SYNCED = "synced"

@@ -11,12 +11,13 @@ import json
 import os
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
-from .errors import HeldError, InvalidName, VwtError
-from .faults import checkpoint
-from .git import commit_of, head_commit, map_parallel, update_refs
-from .layout import Root, is_empty_dir, unlink_if_exists
-from .locks import (
+from ..core.errors import HeldError, InvalidName, VwtError
+from ..core.faults import checkpoint
+from ..core.git import commit_of, head_commit, map_parallel, update_refs
+from ..core.layout import Root, is_empty_dir, unlink_if_exists
+from ..core.locks import (
     STARTING,
     Holder,
     holder_ids,
@@ -25,7 +26,7 @@ from .locks import (
     registry_lock,
     remove_stale_holders,
 )
-from .records import CorruptRecord, read_limited, write_record
+from ..core.records import CorruptRecord, read_limited, write_record
 from .remove import (
     Doomed,
     SnapshotFailed,
@@ -42,7 +43,6 @@ from .remove import (
     target_for,
     tidy_claim_folders,
 )
-from .tuples import NamedTuple
 from .worktrees import (
     BROKEN,
     MISSING,
@@ -104,7 +104,7 @@ def _non_negative(value: int, what: str) -> int:
 
 
 def _config_limit(root: Root) -> int | None:
-    from .config import read_config
+    from ..core.config import read_config
 
     value = read_config(root.home).get("worktree_limit")
     if value is None:
@@ -341,7 +341,7 @@ def _reap_regardless_of_limit(entry: Entry) -> str | None:
 
 def _landed(entry: Entry) -> bool:
     """Clean, with commits of its own, all of them already in the target branch."""
-    from .landing.integration import integrated
+    from ..core.integration import integrated
 
     try:
         target = target_for(entry)

@@ -15,12 +15,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from .config import include_patterns
-from .errors import VwtError
+from ..core.config import include_patterns
+from ..core.errors import VwtError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .git import Git
+    from ..core.git import Git
 
 INCLUDE_FILE = ".worktreeinclude"
 Warn = Callable[[str], None]
@@ -51,7 +51,7 @@ def included_files(repo_root: str, patterns: list[str]) -> list[str]:
     whole folder that both select is one entry ending in `/` (`node_modules/`)."""
     import tempfile
 
-    from .git import Git
+    from ..core.git import Git
 
     git = Git(repo_root)
     with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".include") as spec:

@@ -12,14 +12,14 @@ import re
 import stat
 from collections.abc import Callable, Sequence
 from contextlib import suppress
+from typing import NamedTuple
 
-from . import git as g
-from .errors import HeldError, ValidationFailed, VwtError
-from .faults import checkpoint
-from .layout import Claim, Root, ensure_dir, rmdir_if_empty, unlink_if_exists
-from .locks import REMOVING, Holder, acquire_holder
-from .records import Record, Recovery, utc_now, write_recovery
-from .tuples import NamedTuple
+from ..core import git as g
+from ..core.errors import HeldError, ValidationFailed, VwtError
+from ..core.faults import checkpoint
+from ..core.layout import Claim, Root, ensure_dir, rmdir_if_empty, unlink_if_exists
+from ..core.locks import REMOVING, Holder, acquire_holder
+from ..core.records import Record, Recovery, utc_now, write_recovery
 from .worktrees import (
     MISSING,
     ORPHANED,
@@ -481,7 +481,7 @@ def landed(target: Target, inspection: Inspection) -> bool:
     worktree loses nothing even with commits of its own."""
     if inspection.changes or inspection.head is None:
         return False
-    from .landing.integration import integrated
+    from ..core.integration import integrated
 
     return integrated(target.repo_git, inspection.head) is not None
 

@@ -7,9 +7,9 @@ user would, credentials and all) into `refs/vibe/pull/N`, and the new branch sta
 
 from __future__ import annotations
 
-from . import git as g
-from .errors import NotFound, VwtError
-from .layout import Root
+from ..core import git as g
+from ..core.errors import NotFound, VwtError
+from ..core.layout import Root
 from .worktrees import load_entry, open_repo
 
 PULL_FETCH_TIMEOUT = 120.0

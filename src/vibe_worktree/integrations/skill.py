@@ -13,8 +13,7 @@ expect):
 from __future__ import annotations
 
 import os
-
-from .tuples import NamedTuple
+from typing import NamedTuple
 
 SKILL_NAME = "vibe-worktree"
 SKILL_FILE = "SKILL.md"

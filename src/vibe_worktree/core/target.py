@@ -6,9 +6,10 @@ every branch name the rule can need, so a listing asks it once per repository.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from . import git as g
 from .errors import VwtError
-from .tuples import NamedTuple
 
 
 class Target(NamedTuple):

@@ -12,10 +12,10 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Sequence
 from functools import cache
+from typing import NamedTuple
 
 from .errors import GitFailed, NotARepository, VwtError
 from .processes import Finished, Process, TimedOut, find_program
-from .tuples import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import NamedTuple
 
-from . import git as g
-from .errors import NotFound, ValidationFailed
-from .layout import (
+from ..core import git as g
+from ..core.errors import NotFound, ValidationFailed
+from ..core.layout import (
     Claim,
     Root,
     assert_real_directories,
@@ -15,8 +16,7 @@ from .layout import (
     bucket_name,
     first_planted,
 )
-from .records import CorruptRecord, Record, Recovery, read_record, read_recovery
-from .tuples import NamedTuple
+from ..core.records import CorruptRecord, Record, Recovery, read_record, read_recovery
 
 READY = "ready"
 RESERVED = "reserved"

@@ -11,9 +11,9 @@ import os
 import re
 import time
 from functools import cache
+from typing import NamedTuple
 
 from .names import path_segment_problem
-from .tuples import NamedTuple
 
 TYPE_CHECKING = False  # `typing` is slow to import; mypy treats this as True
 if TYPE_CHECKING:

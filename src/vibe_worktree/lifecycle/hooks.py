@@ -12,12 +12,12 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
-from .errors import VwtError
-from .layout import Claim
-from .names import path_segment_problem
-from .records import utc_now, write_json_atomically
-from .tuples import NamedTuple
+from ..core.errors import VwtError
+from ..core.layout import Claim
+from ..core.names import path_segment_problem
+from ..core.records import utc_now, write_json_atomically
 
 try:  # the builtin module avoids loading OpenSSL, which `hashlib` does
     from _sha256 import sha256  # type: ignore[import-not-found]
@@ -195,7 +195,7 @@ def load_all(home: str, checkout: str, sparse_commit: str | None = None) -> list
     user = load_file(user_file(home), USER)
     if sparse_commit is None:
         return user + load_file(project_file(checkout), PROJECT)
-    from .git import Git, file_at
+    from ..core.git import Git, file_at
 
     raw = file_at(Git(checkout), sparse_commit, PROJECT_FILE)
     label = f"{PROJECT_FILE} (at {sparse_commit[:12]})"
@@ -232,7 +232,7 @@ def is_approved(hook: Hook, keys: set[str]) -> bool:
 
 def change_approvals(home: str, bucket: str, hooks: Sequence[Hook], approve: bool) -> None:
     """Approve or revoke `hooks` for `bucket`, under a lock, written atomically (0600)."""
-    from .locks import locked
+    from ..core.locks import locked
 
     os.makedirs(home, exist_ok=True)
     with locked(f"{approvals_path(home)}.lock", home):
@@ -337,7 +337,7 @@ def _holder_id(hook: Hook, pid: int) -> str:
 def _run_held(hook: Hook, ctx: Context, cwd: str, claim: Claim | None) -> HookResult:
     if claim is None:
         return run_foreground(hook, ctx, cwd)
-    from .locks import acquire_holder
+    from ..core.locks import acquire_holder
 
     with acquire_holder(claim, _holder_id(hook, os.getpid())):
         return run_foreground(hook, ctx, cwd)
@@ -394,7 +394,7 @@ def _start_background(runner: Runner, hook: Hook, ctx: Context, cwd: str,
     (the locked holder file is handed to it) until the hook ends."""
     import subprocess
 
-    from .locks import acquire_holder
+    from ..core.locks import acquire_holder
 
     log = log_path(runner.home, ctx.bucket, ctx.name, hook)
     os.makedirs(os.path.dirname(log), exist_ok=True)
@@ -406,7 +406,7 @@ def _start_background(runner: Runner, hook: Hook, ctx: Context, cwd: str,
                       .encode())
             out.flush()
             child = subprocess.Popen(
-                [sys.executable, "-m", "vibe_worktree.hook_supervisor", str(hook.timeout),
+                [sys.executable, "-m", "vibe_worktree.lifecycle.hook_supervisor", str(hook.timeout),
                  hook.command],
                 cwd=cwd, env=ctx.env(hook), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                 start_new_session=True, close_fds=True, pass_fds=fds,
@@ -424,7 +424,7 @@ def _start_background(runner: Runner, hook: Hook, ctx: Context, cwd: str,
 # -- the commands' entry points ---------------------------------------------------------------
 def context(home: str, bucket: str, name: str, branch: str, path: str, repo_root: str,
             base_commit: str, into: str | None = None) -> Context:
-    from .ports import worktree_port
+    from ..core.ports import worktree_port
 
     port = worktree_port(home, bucket, name)
     return Context(name, branch, path, bucket, repo_root, base_commit, port, into)

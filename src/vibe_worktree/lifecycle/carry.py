@@ -13,12 +13,12 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from contextlib import suppress
+from typing import NamedTuple
 
-from . import git as g
-from .errors import GitFailed, ValidationFailed, VwtError
-from .faults import checkpoint
-from .layout import rmdir_if_empty, unlink_if_exists
-from .tuples import NamedTuple
+from ..core import git as g
+from ..core.errors import GitFailed, ValidationFailed, VwtError
+from ..core.faults import checkpoint
+from ..core.layout import rmdir_if_empty, unlink_if_exists
 from .worktrees import Checkout, Inspection, housekeeping_git
 
 TYPE_CHECKING = False

@@ -7,9 +7,10 @@ only run for work that the cheap ones could not place.
 
 from __future__ import annotations
 
-from .. import git as g
-from .. import target as _target
-from ..tuples import NamedTuple
+from typing import NamedTuple
+
+from . import git as g
+from . import target as _target
 
 SAME_COMMIT = "same_commit"
 ANCESTOR = "ancestor"

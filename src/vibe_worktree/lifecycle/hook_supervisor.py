@@ -1,4 +1,4 @@
-"""`python -m vibe_worktree.hook_supervisor TIMEOUT COMMAND`: a background hook's keeper.
+"""`python -m vibe_worktree.lifecycle.hook_supervisor TIMEOUT COMMAND`: a background hook's keeper.
 
 Started detached by `vwt new` with the worktree's holder file open (and locked) on an
 inherited descriptor, so the worktree stays held exactly as long as this process lives.

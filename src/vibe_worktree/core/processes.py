@@ -11,8 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-
-from .tuples import NamedTuple
+from typing import NamedTuple
 
 try:  # the C module: `signal` itself builds its enums, about 1 ms of start-up
     from _signal import SIGKILL, SIGPIPE, SIGXFSZ  # type: ignore[import-not-found]

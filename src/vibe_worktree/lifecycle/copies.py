@@ -15,8 +15,7 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Sequence
-
-from .tuples import NamedTuple
+from typing import NamedTuple
 
 FICLONE = 0x40049409  # _IOW(0x94, 9, int) from linux/fs.h
 WORKERS = 8

@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
-from . import git as g
-from .errors import GitFailed, NotFound, ValidationFailed, VwtError
-from .faults import checkpoint
-from .layout import Claim, Root, ensure_dir, is_empty_dir, rmdir_if_empty, unlink_if_exists
-from .locks import STARTING, Holder, acquire_holder, prune_lock, wait_for_holder_release
-from .names import (
+from ..core import git as g
+from ..core.errors import GitFailed, NotFound, ValidationFailed, VwtError
+from ..core.faults import checkpoint
+from ..core.layout import Claim, Root, ensure_dir, is_empty_dir, rmdir_if_empty, unlink_if_exists
+from ..core.locks import STARTING, Holder, acquire_holder, prune_lock, wait_for_holder_release
+from ..core.names import (
     AUTO_BRANCH_PREFIX,
     candidate_names,
     path_segment_problem,
@@ -20,8 +21,7 @@ from .names import (
     validate_branch,
     validate_name,
 )
-from .records import Record, utc_now, write_record
-from .tuples import NamedTuple
+from ..core.records import Record, utc_now, write_record
 from .worktrees import (
     MISSING,
     RESERVED,

@@ -14,16 +14,16 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from typing import NamedTuple
 
-from . import git as g
-from .errors import HeldError, NotARepository, VwtError
-from .faults import checkpoint
-from .layout import Claim, Root, bucket_name, ensure_dir, rmdir_if_empty, unlink_if_exists
-from .locks import live_holders, prune_lock, registry_lock
-from .records import read_recovery, write_json_atomically, write_record
-from .remove import acquire_removal, delete_trash, move_to_trash, tidy_claim_folders
-from .tuples import NamedTuple
-from .worktrees import entries, load_entry
+from ..core import git as g
+from ..core.errors import HeldError, NotARepository, VwtError
+from ..core.faults import checkpoint
+from ..core.layout import Claim, Root, bucket_name, ensure_dir, rmdir_if_empty, unlink_if_exists
+from ..core.locks import live_holders, prune_lock, registry_lock
+from ..core.records import read_recovery, write_json_atomically, write_record
+from ..lifecycle.remove import acquire_removal, delete_trash, move_to_trash, tidy_claim_folders
+from ..lifecycle.worktrees import entries, load_entry
 
 ORPHANS = ".orphans"
 ARCHIVED = "archived"

@@ -14,13 +14,13 @@ against it, and all the merges of a repository run in one git process.
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
-from . import git as g
-from . import target as _target
-from .errors import VwtError
-from .layout import Root
-from .tuples import NamedTuple
-from .worktrees import READY, Checkout, Entry, entries, filter_drivers, housekeeping_git
+from ..core import git as g
+from ..core import target as _target
+from ..core.errors import VwtError
+from ..core.layout import Root
+from ..lifecycle.worktrees import READY, Checkout, Entry, entries, filter_drivers, housekeeping_git
 
 # Staging into the copied index must write that copy in full: a split index would
 # write a shared-index file into the worktree's own admin folder.
@@ -144,7 +144,7 @@ def _failed(entry: Entry, common_dir: str | None, error: str) -> _Work:
 
 def _read_work(entry: Entry, checkout: Checkout, cache: dict[str, tuple[str, ...]],
                folder: str) -> _Work:
-    from .remove import stage_work
+    from ..lifecycle.remove import stage_work
 
     record = entry.record
     assert record is not None and record.base_commit is not None
@@ -340,7 +340,7 @@ def forecast(root: Root, buckets: list[str], scope: Scope) -> ConflictsResult:
     checkouts: dict[int, Checkout] = {}
     works: dict[int, _Work] = {}
     cache: dict[str, tuple[str, ...]] = {}
-    from .worktrees import validate_checkout
+    from ..lifecycle.worktrees import validate_checkout
 
     for i, entry in enumerate(found):
         try:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from . import git as g
-from .errors import VwtError
+from ..core import git as g
+from ..core.errors import VwtError
 
 PROJECT_FILE = ".vibe/worktree.toml"
 

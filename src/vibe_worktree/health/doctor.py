@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 import stat
 import time
+from typing import NamedTuple
 
-from . import git as g
-from .errors import VwtError
-from .layout import CLAIMS, TRASH, Claim, Root, bucket_name
-from .locks import REMOVING, STARTING, holder_ids, holder_is_live, prune_lock, registry_lock
-from .tuples import NamedTuple
-from .worktrees import (
+from ..core import git as g
+from ..core.errors import VwtError
+from ..core.layout import CLAIMS, TRASH, Claim, Root, bucket_name
+from ..core.locks import REMOVING, STARTING, holder_ids, holder_is_live, prune_lock, registry_lock
+from ..lifecycle.worktrees import (
     BROKEN,
     MISSING,
     ORPHANED,
@@ -425,51 +425,3 @@ def linked_checkouts(root: Root, common_dir: str) -> list[tuple[str, str]]:
         if len(parts) == 2 and not parts[0].startswith(".") and parts[0] not in (CLAIMS, TRASH):
             found.append((parts[0], parts[1]))
     return found
-
-
-# -- the command line --------------------------------------------------------------------------
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import argparse
-    from collections.abc import Callable
-
-    from .api import Worktrees
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    repair = p.add_mutually_exclusive_group()
-    repair.add_argument("--archive-orphans", action="store_true",
-                        help="archive each checkout whose repository is gone into "
-                             "<root>/.orphans/<bucket>-<name>.tar.gz, then drop its claim")
-    repair.add_argument("--relocate", action="store_true",
-                        help="inside a moved repository: move its worktrees into its new "
-                             "bucket and repair git's links (deletes nothing)")
-
-
-def run_command(wt: Worktrees, ns: argparse.Namespace, print_json: Callable[[object], None]
-                ) -> int:
-    import sys
-
-    if ns.archive_orphans or ns.relocate:
-        done = wt.archive_orphans() if ns.archive_orphans else wt.relocate()
-        key = "archived" if ns.archive_orphans else "relocated"
-        if ns.json:
-            print_json({key: [r.to_json() for r in done]})
-        else:
-            for r in done:
-                print(f"{r.outcome} {r.bucket}/{r.name}: {r.path}"
-                      + (f" ({r.detail})" if r.detail else ""))
-            if not done:
-                print(f"vwt: nothing to {'archive' if ns.archive_orphans else 'relocate'}",
-                      file=sys.stderr)
-        return 1 if any(r.outcome == "failed" for r in done) else 0
-    report = wt.doctor()
-    if ns.json:
-        print_json(report.to_json())
-    elif report.healthy:
-        print("healthy")
-    else:
-        for p in report.problems:
-            where = f"{p.bucket}/{p.name}" if p.bucket and p.name else p.bucket or p.path
-            print(f"{p.kind}  {where}: {p.detail}\n    fix: {p.fix}")
-    return 0 if report.healthy else 1

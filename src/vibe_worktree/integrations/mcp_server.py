@@ -20,9 +20,9 @@ import sys
 import threading
 from typing import Any
 
-from .api import Worktrees
-from .errors import VwtError
-from .locks import Holder, new_holder_id
+from ..api import Worktrees
+from ..core.errors import VwtError
+from ..core.locks import Holder, new_holder_id
 
 INSTRUCTIONS = (
     "vibe-worktree gives each coding session its own git worktree. Call `create` before "
@@ -121,7 +121,7 @@ def _call(action: Any) -> Any:
 
 def _remove(session: Session, name: str, confirm: bool, delete_branch: bool,
             directory: str | None) -> Any:
-    from .remove import KEPT_DIRTY, KEPT_IN_USE, NOT_FOUND
+    from ..lifecycle.remove import KEPT_DIRTY, KEPT_IN_USE, NOT_FOUND
 
     wt = session.worktrees(directory)
     # The session keeps its hold while removing, so prune cannot slip in meanwhile; the
@@ -138,8 +138,8 @@ def _remove(session: Session, name: str, confirm: bool, delete_branch: bool,
 
 def _merge(session: Session, name: str, into: str | None, mode: str, message: str | None,
            commit: bool, keep: bool, fetch: bool, directory: str | None) -> Any:
-    from .landing.merge import KEPT_IN_USE, MergeResult
-    from .locks import live_holders, registry_lock
+    from ..core.locks import live_holders, registry_lock
+    from ..landing.merge import KEPT_IN_USE, MergeResult
 
     wt = session.worktrees(directory)
     claim = wt.claim(name)
