@@ -40,14 +40,45 @@ def _try_flock(fd: int) -> bool:
         raise
 
 
-def _flock_waiting(fd: int, path: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    pause = 0.002
-    while not _try_flock(fd):
-        if time.monotonic() > deadline:
-            raise VwtError(f"timed out waiting for the lock {path}; is another vwt stuck?")
-        time.sleep(pause)
-        pause = min(pause * 2, 0.05)
+def _flock_waiting(fd: int, path: str, timeout: float, announce: bool = True) -> None:
+    """Take the lock, waiting up to `timeout`. A waiter holds a shared flock on
+    `<path>.waiting` meanwhile, so a holder that lets go between passes can tell
+    (`someone_waiting`) whether a pause would let anybody in."""
+    if _try_flock(fd):
+        return
+    marker = _announce_waiting(path) if announce else None
+    try:
+        deadline = time.monotonic() + timeout
+        pause = 0.002
+        while not _try_flock(fd):
+            if time.monotonic() > deadline:
+                raise VwtError(f"timed out waiting for the lock {path}; is another vwt stuck?")
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+    finally:
+        if marker is not None:
+            os.close(marker)
+
+
+def _announce_waiting(path: str) -> int | None:
+    try:
+        marker = _open_lock_file(f"{path}.waiting", create=True)
+    except OSError:
+        return None  # waiting unannounced only costs the holder's pause
+    fcntl.flock(marker, fcntl.LOCK_SH)  # shared: never blocks while others wait too
+    return marker
+
+
+def someone_waiting(path: str) -> bool:
+    """Whether some process is waiting for the lock `path` right now."""
+    try:
+        marker = _open_lock_file(f"{path}.waiting", create=False)
+    except OSError:
+        return False
+    try:
+        return not _try_flock(marker)
+    finally:
+        os.close(marker)
 
 
 class locked:
@@ -78,7 +109,7 @@ class locked:
                 return
         asked = time.monotonic()
         try:
-            _flock_waiting(fd, self.path, self.timeout)
+            _flock_waiting(fd, self.path, self.timeout, announce=self.create)
         except BaseException:
             os.close(fd)
             raise

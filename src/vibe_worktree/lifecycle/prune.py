@@ -25,6 +25,7 @@ from ..core.locks import (
     prune_lock,
     registry_lock,
     remove_stale_holders,
+    someone_waiting,
 )
 from ..core.records import CorruptRecord, read_limited, write_record
 from .remove import (
@@ -155,7 +156,8 @@ def prune(root: Root, keep: int | None = None, dry_run: bool = False,
         first = False
         if not more:
             return result
-        time.sleep(LET_OTHERS_IN)
+        if someone_waiting(root.prune_lock):  # else a pause would only slow prune down
+            time.sleep(LET_OTHERS_IN)
 
 
 def _tidy(root: Root, dry_run: bool, result: PruneResult, warn: Warn) -> list[Entry]:
