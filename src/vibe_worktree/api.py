@@ -192,13 +192,16 @@ def _with_status(row: Listed, entry: Entry, checkout: Checkout,
     """The row with status and the cheap integration checks; and HEAD when the expensive
     checks are still to run (batched per repository by `_finish_integration`)."""
     assert entry.record is not None
+    local_target = tips is not None and tips.target.commit == tips.commits[0]
     try:
-        inspection = inspect_checkout(checkout, entry.record, cache)
+        inspection = inspect_checkout(checkout, entry.record, cache,
+                                      tips.target.ref if tips and local_target else None)
         landed: Integration | int | None = None
         if tips is not None and inspection.head is not None:
             from .core.integration import cheap_check
 
-            landed = cheap_check(housekeeping_git(checkout, cache), inspection.head, tips)
+            landed = cheap_check(housekeeping_git(checkout, cache), inspection.head, tips,
+                                 inspection.vs_target)
     except VwtError as exc:
         return _replace(row, problem=exc.message), None
     row = _replace(row, changes=inspection.changes, ahead=inspection.ahead)

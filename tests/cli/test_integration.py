@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from conftest import tree_files
@@ -236,3 +238,27 @@ def test_every_pruned_item_says_why(repo, vwt, why):
     else:
         out = prune_json(vwt, "--keep", "0")
     assert [(i["name"], i["reason"]) for i in out["removed"]] == [("old", why)]
+
+
+@pytest.mark.parametrize("name", ["plain", "with=equals", "dotted.name"])
+def test_behind_in_a_listing_counts_what_rev_list_counts(repo, vwt, name):
+    """`list` counts behind in the worktree's own `git status` (the target named its
+    upstream for that one command): the same figure as rev-list, the repository's config
+    untouched, whatever the branch is called."""
+    path = worktree_with_commits(repo, vwt, name, {"mine.txt": "mine\n", "more.txt": "more\n"})
+    for i in range(3):
+        repo.commit(f"main {i}", {f"main{i}.txt": f"{i}\n"})
+    config_before = repo.git("config", "--list", "--local")
+    listed = vwt.entry(name)
+    expected = repo.git("rev-list", "--left-right", "--count", f"main...{name}").split()
+    assert (listed["behind"], listed["ahead"]) == (int(expected[0]), int(expected[1])) == (3, 2)
+    assert repo.git("config", "--list", "--local") == config_before
+    assert vwt.ok("status", name, "--json").json()["behind"] == 3
+    assert (Path(path) / "mine.txt").is_file()
+
+
+def test_uncountable_ahead_behind_falls_back_to_rev_list():
+    from vibe_worktree.core.git import _ahead_behind
+
+    assert _ahead_behind("+2 -3") == (3, 2)
+    assert _ahead_behind("+? -?") is None and _ahead_behind("") is None

@@ -484,14 +484,24 @@ class Status(NamedTuple):
     nested_repos: tuple[str, ...]  # untracked folders that hold a repository of their own
     dirty_submodules: tuple[str, ...]
     paths: tuple[str, ...] = ()  # every path an entry names (both sides of a rename)
+    # (commits of the upstream not in HEAD, commits of HEAD not in the upstream), when asked
+    ahead_behind: tuple[int, int] | None = None
 
 
-def status(git: Git) -> Status:
-    """One call: changed and untracked entries, HEAD and branch."""
+def status(git: Git, upstream: tuple[str, str] | None = None) -> Status:
+    """One call: changed and untracked entries, HEAD and branch. With `upstream`
+    (branch, local ref), the same process also counts commits between that branch and the
+    ref, as `left_right_counts(ref, HEAD)` would, by naming the ref the branch's upstream
+    for this command only (`-c`; the repository's config is not touched)."""
+    config: list[str] = []
+    if upstream is not None and "=" not in upstream[0]:
+        config = ["-c", f"branch.{upstream[0]}.remote=.",
+                  "-c", f"branch.{upstream[0]}.merge={upstream[1]}"]
     out = git.out(
-        "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all",
-        env={"GIT_OPTIONAL_LOCKS": "0"},
+        *config, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all",
+        *(["--ahead-behind"] if config else []), env={"GIT_OPTIONAL_LOCKS": "0"},
     )
+    ahead_behind: tuple[int, int] | None = None
     head: str | None = None
     branch: str | None = None
     changes = untracked = 0
@@ -509,6 +519,8 @@ def status(git: Git) -> Status:
         elif entry.startswith("# branch.head "):
             name = entry[len("# branch.head "):]
             branch = None if name == "(detached)" else name
+        elif entry.startswith("# branch.ab ") and config:
+            ahead_behind = _ahead_behind(entry[len("# branch.ab "):])
         elif kind == "?":
             changes += 1
             untracked += 1
@@ -524,8 +536,18 @@ def status(git: Git) -> Status:
             paths.append(entry.split(" ", _STATUS_FIELDS[kind])[-1])
             if kind == "2":
                 paths.append(next(fields, ""))  # the rename's original path
+    if upstream is None or branch != upstream[0]:
+        ahead_behind = None
     return Status(head, branch, changes, untracked, tuple(nested), tuple(submodules),
-                  tuple(paths))
+                  tuple(paths), ahead_behind)
+
+
+def _ahead_behind(text: str) -> tuple[int, int] | None:
+    """`+A -B` of `# branch.ab` as (B, A); None when git could not count (`+? -?`)."""
+    ahead, _, behind = text.partition(" ")
+    if ahead[:1] == "+" and behind[:1] == "-" and ahead[1:].isdigit() and behind[1:].isdigit():
+        return int(behind[1:]), int(ahead[1:])
+    return None
 
 
 _STATUS_FIELDS = {"1": 8, "2": 9, "u": 10}  # spaces before the path, per entry kind

@@ -57,10 +57,12 @@ def check(git: g.Git, head: str, tips: Tips) -> Integration:
     return finish_checks(git, [(head, found)], tips)[0]
 
 
-def cheap_check(git: g.Git, head: str, tips: Tips) -> Integration | int:
+def cheap_check(git: g.Git, head: str, tips: Tips,
+                counts: tuple[int, int] | None = None) -> Integration | int:
     """`same_commit` and `ancestor`, one `rev-list` (plus one per distinct `<remote>/T`):
-    the Integration when they decide, else `behind` for `finish_checks`."""
-    behind, own = g.left_right_counts(git, tips.commits[0], head)
+    the Integration when they decide, else `behind` for `finish_checks`. `counts`:
+    (behind, own) against T already known (from `git status`), so no `rev-list` for T."""
+    behind, own = counts or g.left_right_counts(git, tips.commits[0], head)
     if head in tips.commits:
         return Integration(tips.branch, behind, SAME_COMMIT)
     if own == 0 or any(g.is_ancestor(git, head, tip) for tip in tips.commits[1:]):

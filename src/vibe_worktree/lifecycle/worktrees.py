@@ -259,6 +259,7 @@ class Inspection(NamedTuple):
     branch: str | None
     nested_repos: tuple[str, ...] = ()
     dirty_submodules: tuple[str, ...] = ()
+    vs_target: tuple[int, int] | None = None  # (behind, own) against a target ref, if asked
 
     @property
     def clean(self) -> bool:
@@ -311,14 +312,18 @@ def housekeeping_git(checkout: Checkout, cache: dict[str, tuple[str, ...]] | Non
 
 
 def inspect_checkout(checkout: Checkout, record: Record,
-                     cache: dict[str, tuple[str, ...]] | None = None) -> Inspection:
+                     cache: dict[str, tuple[str, ...]] | None = None,
+                     target_ref: str | None = None) -> Inspection:
+    """`target_ref`: also count (behind, own) against that local branch, in the same
+    `git status` (a listing's integration check then needs no `rev-list` of its own)."""
     git = housekeeping_git(checkout, cache)
-    st = g.status(git)
+    st = g.status(git, (record.branch, target_ref) if target_ref else None)
     ahead = 0
     if record.base_commit and st.head:
         ahead = g.count_commits(git, record.base_commit, st.head)
     return Inspection(
-        st.changes, st.untracked, ahead, st.head, st.branch, st.nested_repos, st.dirty_submodules
+        st.changes, st.untracked, ahead, st.head, st.branch, st.nested_repos,
+        st.dirty_submodules, st.ahead_behind,
     )
 
 
