@@ -314,3 +314,33 @@ def test_a_live_holder_is_checked_before_dirty_work(repo, vwt, holder):
     assert result.code == 4, str(result)
     assert result.json()["outcome"] == "kept_in_use"
     assert (path / "wip.txt").exists()
+
+
+def test_rm_waits_out_a_worktree_another_session_is_adding(repo, vwt):
+    """`git worktree add` in another session writes its admin files one by one; a listing
+    that meets a half-written one fails. rm retries it instead of failing (B11 saw this)."""
+    import threading
+    import time
+
+    vwt.new("done")
+    half = repo.common_dir / "worktrees" / "being-added"
+    half.mkdir(parents=True)
+    checkout = repo.path.parent / "being-added"
+    checkout.mkdir()
+    (checkout / ".git").write_text(f"gitdir: {half}\n")
+    (half / "HEAD").write_text("ref: refs/heads/main\n")
+    (half / "gitdir").write_text(f"{checkout}/.git\n")
+    (half / "commondir").write_text("")  # what git has written so far
+
+    def finish_writing() -> None:
+        time.sleep(0.15)
+        (half / "commondir").write_text("../..\n")
+
+    writer = threading.Thread(target=finish_writing)
+    writer.start()
+    try:
+        removed = vwt.ok("rm", "done", "--json").json()
+    finally:
+        writer.join()
+    assert removed["outcome"] == "removed"
+    assert not repo.checkout("done").exists()

@@ -347,9 +347,25 @@ def main_worktree(git: Git) -> str | None:
     return entries[0]["worktree"] if entries else None
 
 
+LIST_RETRIES = 8  # about 0.7 s in all
+
+
 def worktree_list(git: Git) -> list[dict[str, str]]:
-    """`git worktree list --porcelain -z` as a list of {attribute: value}."""
-    out = git.out("worktree", "list", "--porcelain", "-z")
+    """`git worktree list --porcelain -z` as a list of {attribute: value}.
+
+    A `git worktree add` running in another session writes its admin files one by one,
+    and a listing that meets a half-written one fails ("failed to read
+    worktrees/NAME/commondir"); a moment later it is whole, so that failure is retried."""
+    for attempt in range(LIST_RETRIES + 1):
+        result = git.run("worktree", "list", "--porcelain", "-z", check=False)
+        if result.returncode == 0:
+            break
+        if attempt == LIST_RETRIES or "failed to read" not in result.stderr:
+            raise GitFailed(f"git worktree failed: {first_line(result.stderr)}")
+        import time
+
+        time.sleep(0.02 * (attempt + 1))
+    out = result.stdout
     entries: list[dict[str, str]] = []
     current: dict[str, str] = {}
     for field in out.split("\0"):
