@@ -353,8 +353,14 @@ def test_carry_refuses_unresolved_conflicts_and_creates_nothing(repo, vwt):
     assert repo.rev("HEAD") != base
 
 
+def _blob_id(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
 def test_taking_a_file_out_never_goes_through_a_symlinked_folder(tmp_path):
-    from vibe_worktree.lifecycle.carry import _remove_file
+    from vibe_worktree.lifecycle.carry import _not_a_folder_on_the_way, _take_aside
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -363,10 +369,46 @@ def test_taking_a_file_out_never_goes_through_a_symlinked_folder(tmp_path):
     (top / "real").mkdir(parents=True)
     (top / "real/added.txt").write_text("carried\n")
     os.symlink(outside, top / "swapped")
-    _remove_file(str(top), "swapped/precious.txt")
-    _remove_file(str(top), "real/added.txt")
+    assert _not_a_folder_on_the_way(str(top), "swapped/precious.txt")
+    assert not _not_a_folder_on_the_way(str(top), "real/added.txt")
+    assert not _not_a_folder_on_the_way(str(top), "gone/folder/file.txt")
+    assert _take_aside(str(top), "real/added.txt", ("100644", _blob_id(b"carried\n")))
     assert (outside / "precious.txt").read_text() == "keep\n"
     assert not (top / "real").exists()  # the file and the folder it alone held
+
+
+def test_a_file_changed_after_the_recheck_is_never_taken_out(repo):
+    """The window between move's re-check and its removal: a file saved then is not the
+    carried version, so it is put back, never dropped; HEAD's version never overwrites a
+    file that appeared meanwhile."""
+    from vibe_worktree.lifecycle.carry import _revert, capture, open_source
+
+    repo.write("README.md", "# carried\n")
+    repo.write("new.txt", "carried\n")
+    (repo.path / "src/app.py").unlink()
+    captured = capture(open_source(str(repo.path)))
+    repo.write("README.md", "# saved a moment later\n")  # after the re-check
+    repo.write("new.txt", "also saved later\n")
+    repo.write("src/app.py", "recreated meanwhile\n")
+    left = _revert(captured, list(captured.files))
+    assert sorted(left) == ["README.md", "new.txt", "src/app.py"]
+    assert (repo.path / "README.md").read_text() == "# saved a moment later\n"
+    assert (repo.path / "new.txt").read_text() == "also saved later\n"
+    assert (repo.path / "src/app.py").read_text() == "recreated meanwhile\n"
+    assert not [p for p in repo.path.rglob(".*.vwt-*")]  # nothing left aside
+
+
+def test_a_file_still_as_carried_is_taken_out_and_head_restored(repo):
+    from vibe_worktree.lifecycle.carry import _revert, capture, open_source
+
+    repo.write("README.md", "# carried\n")
+    repo.write("new/deep.txt", "carried\n")
+    (repo.path / "src/app.py").unlink()
+    captured = capture(open_source(str(repo.path)))
+    assert _revert(captured, list(captured.files)) == []
+    assert status(repo, repo.path) == []
+    assert not (repo.path / "new").exists()
+    assert (repo.path / "src/app.py").read_text() == "print('hi')\n"
 
 
 def test_carry_outside_a_checkout_is_a_one_line_error(repo, vwt, tmp_path):

@@ -249,41 +249,162 @@ def take_out(captured: Captured) -> list[str]:
     left = [p for p in captured.files if p in changed]
     revert = [p for p in captured.files if p not in changed]
     if revert:
-        _revert(captured, revert)
+        left += _revert(captured, revert)
+    return sorted(left)
+
+
+def _revert(captured: Captured, paths: Sequence[str]) -> list[str]:
+    """Put `paths` back as HEAD has them, file by file, never over a change made since the
+    re-check: each file is first renamed aside (one atomic step), and only a file that is
+    still exactly what was carried is dropped; anything else goes back where it was. HEAD's
+    version is then put in place only where the path is still free. Returns the paths left
+    alone after all."""
+    git = captured.source.git
+    top = captured.source.checkout.path
+    carried = _entries(git, captured.work_tree)
+    head = _entries(git, captured.head)
+    contents = _blob_contents(git, [head[p][1] for p in paths if p in head
+                                    and head[p][0] != GITLINK])
+    left: list[str] = []
+    done: list[str] = []
+    # files HEAD lacks first: a folder that replaced a file must go before the file is back
+    for path in sorted(paths, key=lambda p: (p not in captured.added, p)):
+        if _not_a_folder_on_the_way(top, path) or not _take_aside(top, path, carried.get(path)):
+            left.append(path)
+            continue
+        wanted = head.get(path)
+        if wanted is not None and wanted[0] != GITLINK and not _put_in_place(
+                top, path, wanted[0], contents[wanted[1]]):
+            left.append(path)  # a file appeared there meanwhile: it stays
+            continue
+        done.append(path)
+    checkpoint("move.removed")
+    if done:
+        git.run("reset", "-q", captured.head, "--pathspec-from-file=-", "--pathspec-file-nul",
+                input="".join(f"{p}\0" for p in done), env=_LITERAL)
+    checkpoint("move.unstaged")
     return left
 
 
-def _revert(captured: Captured, paths: Sequence[str]) -> None:
-    git = captured.source.git
-    listed = "".join(f"{p}\0" for p in paths)
-    git.run("reset", "-q", captured.head, "--pathspec-from-file=-", "--pathspec-file-nul",
-            input=listed, env=_LITERAL)
-    checkpoint("move.unstaged")
-    top = captured.source.checkout.path
-    for path in (p for p in paths if p in captured.added):
-        _remove_file(top, path)  # first: a folder that replaced a file must go before it
-    checkpoint("move.removed")
-    tracked = [p for p in paths if p not in captured.added]
-    if tracked:
-        git.run("checkout-index", "-f", "-z", "--stdin",
-                input="".join(f"{p}\0" for p in tracked), env=_LITERAL)
+GITLINK = "160000"
 
 
-def _remove_file(top: str, path: str) -> None:
-    """Delete a file HEAD does not have (never a folder, never through a symlinked folder),
-    then its emptied parent folders."""
+def _entries(git: g.Git, tree: str) -> dict[str, tuple[str, str]]:
+    """path -> (mode, object id) of every entry of `tree`, recursively."""
+    out = git.out("ls-tree", "-r", "-z", "--full-tree", tree)
+    found = {}
+    for line in out.split("\0"):
+        if line:
+            meta, _, path = line.partition("\t")
+            mode, _kind, oid = meta.split(" ")
+            found[path] = (mode, oid)
+    return found
+
+
+def _blob_contents(git: g.Git, oids: Sequence[str]) -> dict[str, bytes]:
+    """The contents of blobs, by one `git cat-file --batch`."""
+    wanted = list(dict.fromkeys(oids))
+    if not wanted:
+        return {}
+    out = git.out("cat-file", "--batch", input="".join(f"{o}\n" for o in wanted)).encode(
+        "utf-8", "surrogateescape")  # the bytes, as git wrote them
+    found: dict[str, bytes] = {}
+    at = 0
+    for oid in wanted:
+        header_end = out.index(b"\n", at)
+        size = int(out[at:header_end].split(b" ")[2])
+        found[oid] = out[header_end + 1:header_end + 1 + size]
+        at = header_end + 1 + size + 1
+    return found
+
+
+def _take_aside(top: str, path: str, carried: tuple[str, str] | None) -> bool:
+    """Remove the source's file at `path` if it is exactly what was carried (`carried`
+    None: carried as deleted, so nothing must be there). Renamed aside first, so an editor
+    saving the file meanwhile writes a new file, which is never touched; a file that turns
+    out to differ is put back. False: the path is left as it is."""
     full = os.path.join(top, path)
-    if _through_symlink(top, path):
+    if not os.path.lexists(full):
+        return carried is None
+    if carried is None or (os.path.isdir(full) and not os.path.islink(full)):
+        return False
+    aside = _beside(full)
+    try:
+        os.rename(full, aside)
+    except OSError:
+        return False
+    if _same_as(aside, *carried):
+        os.unlink(aside)
+        parent = os.path.dirname(full)
+        while parent != top and parent.startswith(top + os.sep) and rmdir_if_empty(parent):
+            parent = os.path.dirname(parent)
+        return True
+    _place_back(aside, full)
+    return False
+
+
+def _beside(full: str) -> str:
+    """A fresh hidden name in the same folder (a rename or link there is one atomic step)."""
+    folder, name = os.path.split(full)
+    return os.path.join(folder, f".{name}.vwt-{os.urandom(4).hex()}")
+
+
+def _same_as(path: str, mode: str, oid: str) -> bool:
+    """The file at `path` is the blob `oid` with `mode`, as git would store it unfiltered."""
+    import hashlib
+    import stat
+
+    info = os.lstat(path)
+    if mode == "120000":
+        if not stat.S_ISLNK(info.st_mode):
+            return False
+        data = os.fsencode(os.readlink(path))
+    else:
+        if not stat.S_ISREG(info.st_mode) or bool(info.st_mode & 0o100) != (mode == "100755"):
+            return False
+        with open(path, "rb") as handle:
+            data = handle.read()
+    digest = hashlib.sha1 if len(oid) == 40 else hashlib.sha256
+    return digest(b"blob %d\0" % len(data) + data).hexdigest() == oid
+
+
+def _place_back(aside: str, full: str) -> None:
+    """Move `aside` back to `full`, unless a new file is there now (then both are kept)."""
+    try:
+        os.link(aside, full, follow_symlinks=False)
+    except FileExistsError:
+        return  # the newer file stays at the path; ours stays beside it, hidden but safe
+    except OSError:
         return
-    with suppress(OSError):  # gone already, or a folder now: left as it is
-        os.unlink(full)
-    parent = os.path.dirname(full)
-    while parent != top and parent.startswith(top + os.sep) and rmdir_if_empty(parent):
-        parent = os.path.dirname(parent)
+    os.unlink(aside)
 
 
-def _through_symlink(top: str, path: str) -> bool:
-    """A folder on the way from `top` to `path` is a symlink (or is not there)."""
+def _put_in_place(top: str, path: str, mode: str, data: bytes) -> bool:
+    """Write HEAD's version of `path` only where nothing is; False when something is."""
+    full = os.path.join(top, path)
+    os.makedirs(os.path.dirname(full), exist_ok=True)
+    temp = _beside(full)
+    if mode == "120000":
+        os.symlink(os.fsdecode(data), temp)
+    else:
+        perms = 0o777 if mode == "100755" else 0o666
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, perms)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+    try:
+        os.link(temp, full, follow_symlinks=False)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(temp)
+
+
+def _not_a_folder_on_the_way(top: str, path: str) -> bool:
+    """Something on the way from `top` to `path` exists and is not a real folder (a
+    symlink, a file); missing folders are fine (HEAD's version recreates them)."""
     import stat
 
     folder = top
@@ -292,6 +413,8 @@ def _through_symlink(top: str, path: str) -> bool:
         try:
             if not stat.S_ISDIR(os.lstat(folder).st_mode):
                 return True
+        except FileNotFoundError:
+            return False
         except OSError:
             return True
     return False
