@@ -309,10 +309,17 @@ RSS_LIMIT_MIB = 40.0
 
 
 def b6(cfg: Config, out: Outcome) -> list[Outcome]:
-    records, rounds = 1000, cfg.pick(15, 7)
+    return list_records_vs_version(cfg, out, 1000, cfg.pick(15, 7), RSS_LIMIT_MIB)
+
+
+def list_records_vs_version(cfg: Config, out: Outcome, records: int, rounds: int,
+                            rss_limit: float) -> list[Outcome]:
+    """`list --no-status --json` over `records` records vs `--version`, and the peak RSS
+    of `list --all --json` (B6 and B12)."""
     out.what = f"list --no-status --json, {records} records"
-    rss = Outcome("B6m", f"list --all --json peak RSS, {records} records", RSS_LIMIT_MIB, "MiB")
-    with cfg.sandbox("b6") as sb:
+    rss = Outcome(f"{out.id}m", f"list --all --json peak RSS, {records} records", rss_limit,
+                  "MiB")
+    with cfg.sandbox(out.id.lower()) as sb:
         repo = make_repo(sb, sb.path("repo"), 100)
         for i in range(records):
             write_record(sb.vibe_home, repo, f"rec-{i:04d}", i)
@@ -330,6 +337,7 @@ def b6(cfg: Config, out: Outcome) -> list[Outcome]:
         version(WARMUP)
         out.tool, out.base = alternate(rounds, tool, version)
         rss.tool = [list_all(sb, records) for _ in range(cfg.pick(5, 3))]
+    os.sync()
     return [rss]
 
 

@@ -6,7 +6,6 @@ for (through `VWT_LOCK_TRACE`), the figures that say whether parallel sessions s
 
 from __future__ import annotations
 
-import os
 import statistics
 import subprocess
 import sys
@@ -14,8 +13,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from benchmarks.cases import Config, expect_count, list_all
-from benchmarks.fixtures import Repo, make_repo, write_record
+from benchmarks.cases import Config, list_records_vs_version
+from benchmarks.fixtures import Repo, make_repo
 from benchmarks.measure import Outcome, Sample, alternate
 from benchmarks.proc import BenchError
 from benchmarks.sandbox import Sandbox
@@ -111,26 +110,4 @@ RSS_LIMIT_MIB = 60.0
 
 
 def b12(cfg: Config, out: Outcome) -> list[Outcome]:
-    records, rounds = 5000, cfg.pick(11, 5)
-    out.what = f"list --no-status --json, {records} records"
-    rss = Outcome("B12m", f"list --all --json peak RSS, {records} records", RSS_LIMIT_MIB, "MiB")
-    with cfg.sandbox("b12") as sb:
-        repo = make_repo(sb, sb.path("repo"), 100)
-        for i in range(records):
-            write_record(sb.vibe_home, repo, f"rec-{i:04d}", i)
-        expect_count(sb, repo, sb.env, records)
-
-        def tool(i: int) -> Sample:
-            result = sb.vwt(["list", "--no-status", "--json"], cwd=repo.path, sync=True)
-            return Sample(result.seconds, result.peak_mib)
-
-        def version(i: int) -> Sample:
-            result = sb.vwt(["--version"], cwd=repo.path, sync=True)
-            return Sample(result.seconds, result.peak_mib)
-
-        tool(0)
-        version(0)
-        out.tool, out.base = alternate(rounds, tool, version)
-        rss.tool = [list_all(sb, records) for _ in range(cfg.pick(5, 3))]
-    os.sync()
-    return [rss]
+    return list_records_vs_version(cfg, out, 5000, cfg.pick(11, 5), RSS_LIMIT_MIB)
