@@ -350,17 +350,23 @@ def main_worktree(git: Git) -> str | None:
 LIST_RETRIES = 8  # about 0.7 s in all
 
 
-def worktree_list(git: Git) -> list[dict[str, str]]:
-    """`git worktree list --porcelain -z` as a list of {attribute: value}.
+def met_a_worktree_being_added(message: str) -> bool:
+    """git failed reading another worktree's admin folder (`.../worktrees/NAME/...`).
 
-    A `git worktree add` running in another session writes its admin files one by one,
-    and a listing that meets a half-written one fails ("failed to read
-    worktrees/NAME/commondir"); a moment later it is whole, so that failure is retried."""
+    A `git worktree add` running in another session writes those files one by one, and a
+    git command that reads every worktree meanwhile dies ("failed to read
+    .../worktrees/NAME/commondir"); a moment later they are whole, so a retry succeeds."""
+    return "worktrees/" in message
+
+
+def worktree_list(git: Git) -> list[dict[str, str]]:
+    """`git worktree list --porcelain -z` as a list of {attribute: value}, retried while
+    it meets a worktree another session is adding."""
     for attempt in range(LIST_RETRIES + 1):
         result = git.run("worktree", "list", "--porcelain", "-z", check=False)
         if result.returncode == 0:
             break
-        if attempt == LIST_RETRIES or "failed to read" not in result.stderr:
+        if attempt == LIST_RETRIES or not met_a_worktree_being_added(result.stderr):
             raise GitFailed(f"git worktree failed: {first_line(result.stderr)}")
         import time
 

@@ -118,10 +118,7 @@ class Record(NamedTuple):
     @property
     def sparse(self) -> tuple[str, ...]:
         """The folders of a sparse checkout (our own optional key; empty: a full one)."""
-        value = self.extra.get("sparse")
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            return ()
-        return tuple(value)
+        return _strings(self.extra.get("sparse"))
 
     def claimed_epoch(self) -> float:
         return parse_timestamp(self.claimed_at)
@@ -165,10 +162,7 @@ class Recovery(NamedTuple):
     @property
     def sparse(self) -> tuple[str, ...]:
         """The sparse folders of the removed worktree, so restore recreates the same set."""
-        value = self.extra.get("sparse")
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            return ()
-        return tuple(value)
+        return _strings(self.extra.get("sparse"))
 
     def to_json(self) -> dict[str, Any]:
         data = dict(self.extra)
@@ -182,6 +176,13 @@ class Recovery(NamedTuple):
             removed_at=self.removed_at,
         )
         return data
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    """A list of strings from a record's optional key; anything else reads as empty."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return ()
+    return tuple(value)
 
 
 _RECORD_FIELDS = frozenset({

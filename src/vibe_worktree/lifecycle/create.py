@@ -117,7 +117,7 @@ def _finish(
     repo: Repo, claim: Claim, record: Record, starting: Holder, start: Start, out: Output,
     fill: Fill | None = None,
 ) -> Created:
-    try:
+    with _Reserved(claim, starting):
         checkpoint("new.reserved")
         _add_worktree(repo, claim, record.branch, start, out, record.sparse)
         checkpoint("new.added")
@@ -127,24 +127,33 @@ def _finish(
         final = record.with_base(start.commit)
         write_record(claim.record_path, final)
         checkpoint("new.recorded")
-    except BaseException:
-        if not _has_git_file(claim):
-            _unreserve(claim, starting)
-        else:
-            starting.release()
-        raise
-    starting.release()
     return _created(repo, final, True)
+
+
+class _Reserved:
+    """The steps after a reservation: when they fail before the checkout has its `.git`
+    file, the reservation is undone (only empty folders go); the `.starting` hold is let
+    go either way."""
+
+    def __init__(self, claim: Claim, starting: Holder) -> None:
+        self.claim = claim
+        self.starting = starting
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, failed: object, *_details: object) -> None:
+        if failed is not None and not _has_git_file(self.claim):
+            _unreserve(self.claim, self.starting)
+        else:
+            self.starting.release()
 
 
 def _add_worktree(repo: Repo, claim: Claim, branch: str, start: Start, out: Output,
                   sparse: tuple[str, ...] = ()) -> None:
-    """`git worktree add`, retried when it tripped over another add in progress; with
-    `sparse`, without a checkout, which the sparse set then makes.
-
-    git reads every other worktree's admin folder while it adds one; a parallel add
-    that has not written its files yet makes it die ("failed to read .../commondir").
-    """
+    """`git worktree add`, retried when it tripped over another add in progress
+    (`git.met_a_worktree_being_added`); with `sparse`, without a checkout, which the
+    sparse set then makes."""
     attempts = 5
     for attempt in range(attempts):
         try:
@@ -159,7 +168,8 @@ def _add_worktree(repo: Repo, claim: Claim, branch: str, start: Start, out: Outp
                 populate(claim.checkout, sparse)
             return
         except GitFailed as exc:
-            if attempt == attempts - 1 or "worktrees/" not in exc.message or _has_git_file(claim):
+            if (attempt == attempts - 1 or not g.met_a_worktree_being_added(exc.message)
+                    or _has_git_file(claim)):
                 raise
         if start.create_branch and g.branch_tip(repo.git, branch) == start.commit:
             start = Start(start.commit, False)  # the failed attempt had made the branch
@@ -405,7 +415,7 @@ def restore(repo: Repo, name: str, out: Output) -> Created:
         record, starting = _reserve_restore(repo, claim, entry, parent)
     branch = record.branch
     create_branch = g.branch_tip(git, branch) is None
-    try:
+    with _Reserved(claim, starting):
         checkpoint("restore.reserved")
         if not _has_git_file(claim):
             g.worktree_add(git, claim.checkout, branch=branch, start=parent,
@@ -428,13 +438,6 @@ def restore(repo: Repo, name: str, out: Output) -> Created:
         write_record(claim.record_path, final)
         checkpoint("restore.recorded")
         os.unlink(claim.recovery_path)
-    except BaseException:
-        if not _has_git_file(claim):
-            _unreserve(claim, starting)
-        else:
-            starting.release()
-        raise
-    starting.release()
     if branch != entry.recovery.branch:
         out.warn(f"branch {entry.recovery.branch} has moved on; restored onto {branch}")
     return _created(repo, final, True)
