@@ -873,6 +873,17 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 15.0, interval: floa
         time.sleep(interval)
 
 
+def squash_merge_on_the_forge(origin_repo: Any, branch: str, worktree: str | Path) -> None:
+    """What a forge's "squash and merge" does: `branch` pushed from `worktree`, squashed
+    into origin's main by someone else; the local repository has not fetched it."""
+    origin_repo.git("push", "-q", "origin", branch, cwd=worktree)
+    pusher = origin_repo.upstream.pusher
+    pusher.git("fetch", "-q", "origin", branch)
+    pusher.git("merge", "-q", "--squash", "FETCH_HEAD")
+    pusher.git("commit", "-q", "-m", "Feature (#1)")
+    pusher.git("push", "-q", "origin", "HEAD:main")
+
+
 def tree_files(root: Path) -> dict[str, bytes]:
     """Every file under ``root`` (relative path -> bytes), ``.git`` excluded."""
     files: dict[str, bytes] = {}

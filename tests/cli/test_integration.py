@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import tree_files
+from conftest import squash_merge_on_the_forge, tree_files
 
 LANDING_KEYS = {"target", "behind", "integrated", "safe_to_remove"}
 
@@ -83,12 +83,7 @@ def test_dirty_integrated_worktree_is_not_safe_to_remove(repo, vwt):
 
 def test_forge_squash_merge_on_the_remote_only_is_recognised(origin_repo, vwt):
     path = worktree_with_commits(origin_repo, vwt, "pr", {"feature.txt": "feature\n"})
-    origin_repo.git("push", "-q", "origin", "pr", cwd=path)
-    pusher = origin_repo.upstream.pusher
-    pusher.git("fetch", "-q", "origin", "pr")
-    pusher.git("merge", "-q", "--squash", "FETCH_HEAD")
-    pusher.git("commit", "-q", "-m", "Feature (#1)")
-    pusher.git("push", "-q", "origin", "HEAD:main")
+    squash_merge_on_the_forge(origin_repo, "pr", path)
     origin_repo.upstream.advance("after the merge")
     assert landing(vwt, "pr")["integrated"] is None, "not fetched yet: main lacks it"
     origin_repo.git("fetch", "-q", "origin")

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from conftest import tree_files
+from conftest import squash_merge_on_the_forge, tree_files
 
 MERGE_KEYS = {"name", "outcome", "into", "mode", "commit", "conflicts", "removed",
               "branch_deleted", "snapshot_ref", "head", "hooks"}
@@ -205,12 +205,7 @@ def test_nothing_ahead_is_up_to_date_and_kept_with_keep(repo, vwt):
 
 def test_work_squash_merged_on_the_remote_is_up_to_date_after_the_fetch(origin_repo, vwt):
     path = work(origin_repo, vwt, "pr", {"feature.txt": "feature\n"})
-    origin_repo.git("push", "-q", "origin", "pr", cwd=path)
-    pusher = origin_repo.upstream.pusher
-    pusher.git("fetch", "-q", "origin", "pr")
-    pusher.git("merge", "-q", "--squash", "FETCH_HEAD")
-    pusher.git("commit", "-q", "-m", "Feature (#1)")
-    pusher.git("push", "-q", "origin", "HEAD:main")
+    squash_merge_on_the_forge(origin_repo, "pr", path)
     main = origin_repo.rev("main")
     data = merge(vwt, "pr")
     assert data["outcome"] == "up_to_date" and data["removed"]
