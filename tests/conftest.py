@@ -29,6 +29,7 @@ import datetime as dt
 import fcntl
 import functools
 import hashlib
+import importlib.util
 import json
 import os
 import select
@@ -871,6 +872,26 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 15.0, interval: floa
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached in time")
         time.sleep(interval)
+
+
+MCP_INSTALLED = importlib.util.find_spec("mcp") is not None
+
+
+def mcp_send(proc: Any, message: dict[str, Any]) -> None:
+    """One JSON-RPC message to a `vwt mcp` process on stdio."""
+    proc.stdin.write(json.dumps(message) + "\n")
+    proc.stdin.flush()
+
+
+def mcp_answer(proc: Any, want_id: int) -> dict[str, Any] | None:
+    """The answer to request `want_id` (other messages skipped); None if the server ended."""
+    while True:
+        line = proc.stdout.readline()
+        if not line:
+            return None
+        message: dict[str, Any] = json.loads(line)
+        if message.get("id") == want_id:
+            return message
 
 
 def squash_merge_on_the_forge(origin_repo: Any, branch: str, worktree: str | Path) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import os
 import stat
 import subprocess
@@ -12,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from conftest import VWT_BIN, assert_error, assert_matches_schema
+from conftest import (
+    MCP_INSTALLED,
+    VWT_BIN,
+    assert_error,
+    assert_matches_schema,
+    mcp_answer,
+    mcp_send,
+)
 
 BINARY = bytes(range(256)) * 4
 ODD_NAME = "dir with space/naïve ünïcode.txt"
@@ -280,22 +285,6 @@ def test_a_carry_killed_before_creation_leaves_a_retry_possible(repo, vwt):
     assert (Path(made["path"]) / "README.md").read_text() == "# wip\n"
 
 
-MCP_INSTALLED = importlib.util.find_spec("mcp") is not None
-
-
-def _rpc(proc: Any, message: dict[str, Any]) -> dict[str, Any] | None:
-    proc.stdin.write(json.dumps(message) + "\n")
-    proc.stdin.flush()
-    while "id" in message:
-        line = proc.stdout.readline()
-        if not line:
-            return None
-        answer: dict[str, Any] = json.loads(line)
-        if answer.get("id") == message["id"]:
-            return answer
-    return None
-
-
 @pytest.mark.skipif(not MCP_INSTALLED, reason="needs the optional mcp extra")
 def test_mcp_create_carries_and_offers_no_move(repo, vwt):
     repo.write("README.md", "# from the agent's checkout\n")
@@ -303,18 +292,21 @@ def test_mcp_create_carries_and_offers_no_move(repo, vwt):
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
     try:
-        _rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                    "params": {"protocolVersion": "2024-11-05", "capabilities": {},
-                               "clientInfo": {"name": "test", "version": "0"}}})
-        _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-        listed = _rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+        mcp_send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                        "params": {"protocolVersion": "2024-11-05", "capabilities": {},
+                                   "clientInfo": {"name": "test", "version": "0"}}})
+        assert mcp_answer(proc, 1) is not None
+        mcp_send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        mcp_send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+        listed = mcp_answer(proc, 2)
         assert listed is not None
         [create] = [t for t in listed["result"]["tools"] if t["name"] == "create"]
         assert "carry" in create["inputSchema"]["properties"]
         assert "move" not in create["inputSchema"]["properties"]
-        called = _rpc(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                             "params": {"name": "create",
-                                        "arguments": {"name": "wip", "carry": True}}})
+        mcp_send(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                        "params": {"name": "create",
+                                   "arguments": {"name": "wip", "carry": True}}})
+        called = mcp_answer(proc, 3)
         assert called is not None and not called["result"].get("isError"), called
         document = called["result"]["structuredContent"]
         assert_matches_schema("mcp-create", document)

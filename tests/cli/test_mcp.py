@@ -2,31 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import subprocess
 
 import pytest
 
-from conftest import VWT_BIN
-
-
-def _rpc(proc, message):
-    proc.stdin.write(json.dumps(message) + "\n")
-    proc.stdin.flush()
-
-
-def _read_response(proc, want_id):
-    while True:
-        line = proc.stdout.readline()
-        if not line:
-            return None
-        msg = json.loads(line)
-        if msg.get("id") == want_id:
-            return msg
-
-
-MCP_INSTALLED = importlib.util.find_spec("mcp") is not None
+from conftest import MCP_INSTALLED, VWT_BIN, mcp_answer, mcp_send
 
 
 @pytest.mark.skipif(MCP_INSTALLED, reason="the mcp extra is installed")
@@ -43,17 +23,17 @@ def test_mcp_server_initializes_and_lists_tools(repo, vwt):
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     try:
-        _rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        mcp_send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                     "params": {"protocolVersion": "2024-11-05", "capabilities": {},
                                "clientInfo": {"name": "acceptance", "version": "0"}}})
-        init = _read_response(proc, 1)
+        init = mcp_answer(proc, 1)
         assert init is not None, f"vwt mcp did not answer:\n{proc.stderr.read()}"
         assert "result" in init, init
         assert "serverInfo" in init["result"]
         assert "tools" in init["result"].get("capabilities", {})
-        _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-        _rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
-        listed = _read_response(proc, 2)
+        mcp_send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        mcp_send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+        listed = mcp_answer(proc, 2)
         assert listed is not None, "no answer to tools/list"
         tools = listed["result"]["tools"]
         assert len(tools) >= 5, tools
