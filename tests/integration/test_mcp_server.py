@@ -48,6 +48,26 @@ def holders(box: Box, name: str) -> int:
     return next(r["holders"] for r in rows if r["name"] == name)
 
 
+class HeldByAnotherSession:
+    """`vwt run NAME -- sleep 30` in a process of its own, once its hold shows, for the
+    block; killed afterwards."""
+
+    def __init__(self, box: Box, name: str) -> None:
+        self.box, self.name = box, name
+
+    def __enter__(self) -> None:
+        self.proc = subprocess.Popen([VWT, "run", self.name, "--", "sleep", "30"],
+                                     cwd=self.box.repo, env=self.box.env)
+        for _ in range(100):
+            if holders(self.box, self.name) == 1:
+                break
+            time.sleep(0.05)
+
+    def __exit__(self, *_exc: object) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
 def test_tools_are_listed_with_descriptions_and_object_schemas(box: Box) -> None:
     async def body(client: Client) -> None:
         tools = {t.name: t for t in (await client.list_tools()).tools}
@@ -115,21 +135,13 @@ def test_remove_refuses_dirty_work_until_confirmed_and_restore_brings_it_back(bo
 
 def test_remove_never_overrides_another_sessions_hold(box: Box) -> None:
     box.new("busy")
-    proc = subprocess.Popen([VWT, "run", "busy", "--", "sleep", "30"], cwd=box.repo, env=box.env)
-    try:
-        for _ in range(100):
-            if holders(box, "busy") == 1:
-                break
-            time.sleep(0.05)
+    with HeldByAnotherSession(box, "busy"):
 
         async def body(client: Client) -> None:
             result = await call(client, "remove", name="busy", confirm=True)
             assert result["outcome"] == "kept_in_use"
 
         with_client(box, body)
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_merge_never_overrides_another_sessions_hold_even_with_keep(box: Box) -> None:
@@ -139,12 +151,7 @@ def test_merge_never_overrides_another_sessions_hold_even_with_keep(box: Box) ->
     box.git("add", "work.txt", cwd=path)
     box.git("commit", "-q", "-m", "work", cwd=path)
     main = box.git("rev-parse", "main")
-    proc = subprocess.Popen([VWT, "run", "busy", "--", "sleep", "30"], cwd=box.repo, env=box.env)
-    try:
-        for _ in range(100):
-            if holders(box, "busy") == 1:
-                break
-            time.sleep(0.05)
+    with HeldByAnotherSession(box, "busy"):
 
         async def body(client: Client) -> None:
             for keep in (False, True):
@@ -153,9 +160,6 @@ def test_merge_never_overrides_another_sessions_hold_even_with_keep(box: Box) ->
 
         with_client(box, body)
         assert box.git("rev-parse", "main") == main
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_merge_of_a_worktree_the_session_created_lands_it(box: Box) -> None:
