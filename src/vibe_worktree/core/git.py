@@ -202,7 +202,7 @@ def probe(cwd: str, branch_patterns: Sequence[str], from_ref: str | None) -> Pro
         info, head = _info_and_head(git, rest.pop(0))  # NotARepository first
     if refs.returncode != 0:  # such as a repository git refuses (safe.directory)
         raise GitFailed(f"git for-each-ref failed: {first_line(refs.stderr)}")
-    branches, remote_heads = _parse_refs(refs.stdout)
+    branches, remote_heads = parse_refs(refs.stdout)
     if head_file is not None:
         head = branches.get(head_file) if head_file.startswith("refs/") else head_file
     assert info is not None
@@ -217,7 +217,7 @@ def probe(cwd: str, branch_patterns: Sequence[str], from_ref: str | None) -> Pro
     )
 
 
-def _parse_refs(text: str) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+def parse_refs(text: str) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
     """for-each-ref lines: refname -> commit, and remote -> (default branch, its commit)."""
     branches: dict[str, str] = {}
     remote_heads: dict[str, tuple[str, str]] = {}

@@ -43,18 +43,8 @@ def _read_refs(git: g.Git) -> tuple[dict[str, str], dict[str, str]]:
     """(refname -> commit for local and remote branches, remote -> default branch)."""
     out = git.out("for-each-ref", "--format=%(refname)%00%(objectname)%00%(symref)",
                   "refs/heads/", "refs/remotes/")
-    tips: dict[str, str] = {}
-    defaults: dict[str, str] = {}
-    for line in out.splitlines():
-        refname, commit, symref = [*line.split("\0"), "", ""][:3]
-        if refname.startswith("refs/remotes/") and refname.endswith("/HEAD"):
-            remote = refname[len("refs/remotes/"):-len("/HEAD")]
-            prefix = f"refs/remotes/{remote}/"
-            if symref.startswith(prefix):
-                defaults[remote] = symref[len(prefix):]
-            continue
-        tips[refname] = commit
-    return tips, defaults
+    tips, remote_heads = g.parse_refs(out)
+    return tips, {remote: branch for remote, (branch, _commit) in remote_heads.items()}
 
 
 def _preferred_remote(remotes: list[str]) -> str | None:
