@@ -57,6 +57,17 @@ def _commit(env: dict[str, str], where: str, name: str, text: str, message: str)
     _run(env, Path(where), "git", "commit", "-q", "-m", message)
 
 
+def start_board(env: dict[str, str], cwd: Path) -> tuple[subprocess.Popen[str], str]:
+    """`vwt board --no-open` in the background, and the URL it printed."""
+    board = subprocess.Popen([VWT, "board", "--no-open"], env=env, cwd=cwd, text=True,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL)
+    assert board.stdout is not None
+    url = board.stdout.readline().strip()
+    assert re.match(r"^http://127\.0\.0\.1:\d+/\?token=", url), url
+    return board, url
+
+
 def build_demo(tmp: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     """The demo worktrees; returns the `vwt run` process holding one of them."""
     webapp, api = _repo(env, tmp / "webapp"), _repo(env, tmp / "api")
@@ -83,13 +94,8 @@ def take(out: Path) -> None:
         tmp = Path(scratch).resolve()
         env = _env(tmp)
         holder = build_demo(tmp, env)
-        board = subprocess.Popen([VWT, "board", "--no-open"], env=env, cwd=tmp, text=True,
-                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL)
+        board, url = start_board(env, tmp)
         try:
-            assert board.stdout is not None
-            url = board.stdout.readline().strip()
-            assert re.match(r"^http://127\.0\.0\.1:\d+/\?token=", url), url
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=CHROMIUM,
                                                      args=CHROMIUM_ARGS)

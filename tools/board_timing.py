@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from board_screenshot import CHROMIUM, CHROMIUM_ARGS, VWT, _env, _repo, _run
+from board_screenshot import CHROMIUM, CHROMIUM_ARGS, VWT, _env, _repo, _run, start_board
 
 
 def measure(count: int, changes: int) -> None:
@@ -30,12 +29,8 @@ def measure(count: int, changes: int) -> None:
         env = _env(tmp)
         repo = _repo(env, tmp / "repo")
         paths = [_run(env, repo, VWT, "new", f"wt-{i:03d}", "--no-fetch") for i in range(count)]
-        board = subprocess.Popen([VWT, "board", "--no-open"], env=env, cwd=tmp, text=True,
-                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL)
+        board, url = start_board(env, tmp)
         try:
-            assert board.stdout is not None
-            url = board.stdout.readline().strip()
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=CHROMIUM,
                                                      args=CHROMIUM_ARGS)
