@@ -122,16 +122,22 @@ class Request(NamedTuple):
 def merge(claim: Claim, request: Request, warn: Warn) -> MergeResult:
     if request.mode not in MODES:
         raise VwtError(f"unknown merge mode {request.mode!r}; use squash, rebase or ff-only", 2)
-    entry = require_entry(claim)
-    record = require_trusted(entry)
-    if entry.state != READY:
-        raise VwtError(f"{claim.name} is {entry.state}; only a worktree with a checkout can "
-                       "be merged")
-    target = target_for(entry)
+    entry, target = checked_out_target(claim, "merged")
     if request.fetch:
         fetch_target(target, request.into, warn)
     with landing_lock(claim):
-        return _merge_locked(entry, record.branch, target, request)
+        return _merge_locked(entry, target.record.branch, target, request)
+
+
+def checked_out_target(claim: Claim, done: str) -> tuple[Entry, Target]:
+    """The worktree's trusted entry and what removing it would touch; refused (naming what
+    would be `done` to it) unless it has a checkout."""
+    entry = require_entry(claim)
+    require_trusted(entry)
+    if entry.state != READY:
+        raise VwtError(f"{claim.name} is {entry.state}; only a worktree with a checkout can "
+                       f"be {done}")
+    return entry, target_for(entry)
 
 
 def _merge_locked(entry: Entry, branch: str, target: Target, request: Request) -> MergeResult:

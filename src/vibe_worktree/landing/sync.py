@@ -17,10 +17,10 @@ from ..core.integration import Tips, read_tips
 from ..core.layout import Claim
 from ..core.locks import acquire_holder, new_holder_id
 from ..core.records import write_record
-from ..lifecycle.remove import Target, inspect, target_for, tidy_claim_folders
-from ..lifecycle.worktrees import READY, housekeeping_git, require_entry, require_trusted
+from ..lifecycle.remove import Target, inspect, tidy_claim_folders
+from ..lifecycle.worktrees import housekeeping_git
 from . import replay
-from .merge import fetch_target
+from .merge import checked_out_target, fetch_target
 
 SYNCED = "synced"
 UP_TO_DATE = "up_to_date"
@@ -59,12 +59,7 @@ def _onto(git: g.Git, tips: Tips) -> tuple[str, str]:
 
 
 def sync(claim: Claim, onto_branch: str | None, fetch: bool, warn: Warn) -> SyncResult:
-    entry = require_entry(claim)
-    record = require_trusted(entry)
-    if entry.state != READY:
-        raise VwtError(f"{claim.name} is {entry.state}; only a worktree with a checkout can "
-                       "be synced")
-    target = target_for(entry)
+    _entry, target = checked_out_target(claim, "synced")
     if fetch:
         fetch_target(target, onto_branch, warn)
     tips = read_tips(target.repo_git, onto_branch)
@@ -75,7 +70,7 @@ def sync(claim: Claim, onto_branch: str | None, fetch: bool, warn: Warn) -> Sync
     except HeldError as exc:
         raise VwtError(exc.message) from None
     try:
-        return _sync_held(claim, target, tips, record.base_commit)
+        return _sync_held(claim, target, tips, target.record.base_commit)
     finally:
         hold.release()
         tidy_claim_folders(claim)
