@@ -1,0 +1,2 @@
+"""Agents' own worktrees: Claude Code's hooks (create, remove, session holds, activity), its
+settings and status line, and the worktrees other tools made (`vwt foreign`, `vwt adopt`)."""
