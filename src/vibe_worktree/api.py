@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 from .core.errors import NotFound, ValidationFailed, VwtError
-from .core.git import Git, map_parallel
+from .core.git import Git, left_right_counts, map_parallel
 from .core.layout import Claim, Root, resolve_home
 from .core.locks import (
     Holder,
@@ -143,6 +143,8 @@ class WorktreeStatus(NamedTuple):
     target: str | None = None  # §8 fields: None when not applicable (missing, no target)
     behind: int | None = None
     integrated: str | None = None
+    not_in_target: int | None = None  # of HEAD's commits, those the target lacks (`T..HEAD`)
+    rebasing: bool = False  # a sync is stopped at a conflict in the checkout
 
     @property
     def clean(self) -> bool:
@@ -442,16 +444,20 @@ class Worktrees:
         target = _remove.target_for(entry)
         inspection: Inspection = _remove.inspect(target)
         landed = None
+        own = None
         if target.checkout is not None:
             from .core.integration import read_tips
 
-            landed = _integration(target.checkout, inspection, None, read_tips(target.repo_git))
+            tips = read_tips(target.repo_git)
+            landed = _integration(target.checkout, inspection, None, tips)
+            if tips is not None and inspection.head is not None and inspection.ahead:
+                own = left_right_counts(target.checkout.git, tips.commits[0], inspection.head)[1]
         with registry_lock(self.root):
             holders = live_holders(claim)
         status = WorktreeStatus(
             name, claim.checkout, record.branch, record.branch_created, record.base_commit,
             inspection.changes, inspection.untracked, inspection.ahead, len(holders),
-            running_hooks(holders),
+            running_hooks(holders), not_in_target=own, rebasing=inspection.rebasing,
         )
         if landed is None:
             return status
@@ -620,11 +626,32 @@ class Worktrees:
 
         return require(self.repo.git, into).branch
 
-    def sync(self, name: str, *, onto: str | None = None, fetch: bool = True) -> SyncResult:
-        """Rebase NAME's own commits onto the target branch inside its checkout."""
+    def sync(self, name: str, *, onto: str | None = None, fetch: bool = True,
+             stop_on_conflict: bool = False) -> SyncResult:
+        """Rebase NAME's own commits onto the target branch inside its checkout.
+
+        A conflict changes nothing (outcome `conflict`), or with `stop_on_conflict` leaves
+        the rebase stopped in the checkout (`conflict_stopped`) for `sync_continue` or
+        `sync_abort`."""
         from .landing.sync import sync as _sync
 
-        return _sync(self.claim(name), onto, fetch, self.warn)
+        return _sync(self.claim(name), onto, fetch, self.warn, stop_on_conflict)
+
+    def sync_continue(self, name: str) -> SyncResult:
+        """Go on with NAME's stopped sync once its conflicts are resolved and staged, as
+        `git rebase --continue` does: `synced`, or `conflict_stopped` at the next one."""
+        from .landing.sync import CONTINUE
+        from .landing.sync import sync as _sync
+
+        return _sync(self.claim(name), None, False, self.warn, action=CONTINUE)
+
+    def sync_abort(self, name: str) -> SyncResult:
+        """Undo NAME's stopped sync: branch, files and record as they were before it
+        (outcome `aborted`)."""
+        from .landing.sync import ABORT
+        from .landing.sync import sync as _sync
+
+        return _sync(self.claim(name), None, False, self.warn, action=ABORT)
 
     def prune(self, keep: int | None = None, dry_run: bool = False,
               merged: bool = False) -> PruneResult:

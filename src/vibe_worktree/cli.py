@@ -473,8 +473,13 @@ def cmd_status(wt: Worktrees, ns: argparse.Namespace) -> int:
     print(f"{st.name}  {st.path}")
     print(f"  branch     {st.branch}{'' if st.branch_created else ' (existed before)'}")
     print(f"  changes    {st.changes} ({st.untracked} untracked)")
-    print(f"  ahead      {st.ahead} commit(s) since {str(st.base_commit)[:12]}")
-    print(f"  clean      {'yes' if st.clean else 'no'}")
+    own = ""
+    if st.target is not None and st.not_in_target is not None and st.not_in_target != st.ahead:
+        own = f" ({st.not_in_target} not in {st.target})"
+    print(f"  ahead      {st.ahead} commit(s) since {str(st.base_commit)[:12]}{own}")
+    print(f"  clean      {_clean_words(st)}")
+    if st.rebasing:
+        print(f"  rebase     stopped at a conflict: vwt sync {st.name} --continue (or --abort)")
     if st.target is not None:
         print(f"  target     {st.target} ({st.behind} commit(s) behind)")
         print(f"  landed     {st.integrated or 'no'}")
@@ -483,6 +488,18 @@ def cmd_status(wt: Worktrees, ns: argparse.Namespace) -> int:
     if st.hooks_running:
         print(f"  running    hook {', '.join(st.hooks_running)} (background)")
     return EXIT_OK
+
+
+def _clean_words(st: Any) -> str:
+    """yes, or no with what makes it not clean (SPEC §4: changes and commits since base)."""
+    if st.clean:
+        return "yes"
+    why = []
+    if st.changes:
+        why.append(f"{st.changes} change(s)")
+    if st.ahead:
+        why.append(f"{st.ahead} commit(s) since its base")
+    return f"no ({', '.join(why)})"
 
 
 def cmd_run(wt: Worktrees, ns: argparse.Namespace) -> int:
@@ -677,14 +694,24 @@ def _merge_args(p: argparse.ArgumentParser) -> None:
 
 
 def _sync_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("name", metavar="NAME")
-    p.add_argument("--onto", metavar="BRANCH", help="branch to rebase onto (default: main)")
+    p.add_argument("name", metavar="NAME", help="the worktree to rebase")
+    p.add_argument("--onto", metavar="BRANCH",
+                   help="branch to rebase onto (default: the target branch, see vwt merge)")
     p.add_argument("--no-fetch", action="store_true", help="do not fetch the remote first")
+    resolving = p.add_mutually_exclusive_group()
+    resolving.add_argument("--stop-on-conflict", action="store_true",
+                           help="on a conflict, leave the rebase stopped in the worktree to "
+                                "resolve (instead of changing nothing)")
+    resolving.add_argument("--continue", dest="resume", action="store_const", const="continue",
+                           help="go on with a stopped sync once its files are fixed and "
+                                "staged (git add)")
+    resolving.add_argument("--abort", dest="resume", action="store_const", const="abort",
+                           help="undo a stopped sync: branch, files and record as before")
 
 
 def _say_outcome(message: str, code: int) -> None:
     if message:
-        prefix = "vwt: " if code == 0 else ("vwt: refused: " if code in (3, 4) else "vwt: ")
+        prefix = "vwt: " if code == 0 else ("vwt: refused: " if code in (3, 4) else "vwt: error: ")
         print(f"{prefix}{message}", file=sys.stderr)
 
 
@@ -709,7 +736,16 @@ def cmd_merge(wt: Worktrees, ns: argparse.Namespace) -> int:
 
 
 def cmd_sync(wt: Worktrees, ns: argparse.Namespace) -> int:
-    result = wt.sync(ns.name, onto=ns.onto, fetch=not ns.no_fetch)
+    if ns.resume and (ns.onto or ns.no_fetch):
+        raise VwtError(f"--{ns.resume} goes on with the stopped sync as it was started; "
+                       "drop --onto and --no-fetch", EXIT_USAGE)
+    if ns.resume == "continue":
+        result = wt.sync_continue(ns.name)
+    elif ns.resume == "abort":
+        result = wt.sync_abort(ns.name)
+    else:
+        result = wt.sync(ns.name, onto=ns.onto, fetch=not ns.no_fetch,
+                         stop_on_conflict=ns.stop_on_conflict)
     _say_outcome(result.message, result.exit_code)
     if ns.json:
         _print_json(result.to_json())
@@ -717,6 +753,8 @@ def cmd_sync(wt: Worktrees, ns: argparse.Namespace) -> int:
         print(f"synced {result.name} onto {result.onto}: {result.head}")
     elif result.outcome == "up_to_date":
         print(f"{result.name} already contains {result.onto}")
+    elif result.outcome == "aborted":
+        print(f"aborted the sync of {result.name}: back at {result.head}")
     elif result.conflicts:
         for path in result.conflicts:
             print(path)
@@ -814,7 +852,9 @@ EXAMPLES: dict[str | None, str] = {
     "restore": "vwt restore feature",
     "prune": "vwt prune --dry-run\nvwt prune --keep 5 --json\nvwt prune --merged",
     "merge": "vwt merge feature\nvwt merge feature --rebase --keep --into release --json",
-    "sync": "vwt sync feature\nvwt sync feature --onto release --json",
+    "sync": ("vwt sync feature\nvwt sync feature --onto release --json\n"
+             "vwt sync feature --stop-on-conflict   # then fix the files, git add them\n"
+             "vwt sync feature --continue   # or: vwt sync feature --abort"),
     "mcp": "claude mcp add vibe-worktree -- vwt mcp",
     "shell-init": "eval \"$(vwt shell-init bash)\"   # in ~/.bashrc",
     "skill": "vwt skill install --agent vibe\nvwt skill show",

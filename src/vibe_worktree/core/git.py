@@ -926,6 +926,40 @@ def reset_keep(git: Git, commit: str) -> None:
     git.run("reset", "-q", "--keep", commit)
 
 
+# -- a rebase left stopped in a worktree for the user to resolve (`vwt sync --stop-on-conflict`) --
+
+# Nothing of the user's rebase settings that would touch more than the worktree's branch,
+# and no editor: vwt is not interactive.
+_REBASE_CONFIG = (("rebase.autoStash", "false"), ("rebase.updateRefs", "false"),
+                  ("rebase.autoSquash", "false"))
+_NO_EDITOR = {"GIT_EDITOR": "true", "GIT_SEQUENCE_EDITOR": "true"}
+
+
+def _rebasing(git: Git) -> Git:
+    return git._replace(extra_config=(*git.extra_config, *_REBASE_CONFIG))
+
+
+def rebase_onto(git: Git, onto: str, upstream: str) -> Finished:
+    """`git rebase --onto ONTO UPSTREAM` of the checked-out branch; stops at a conflict
+    (exit status not 0, the rebase left in progress)."""
+    return _rebasing(git).run("rebase", "--merge", "--no-autostash", "--onto", onto, upstream,
+                              env=_NO_EDITOR, check=False)
+
+
+def rebase_continue(git: Git) -> Finished:
+    return _rebasing(git).run("rebase", "--continue", env=_NO_EDITOR, check=False)
+
+
+def rebase_abort(git: Git) -> None:
+    _rebasing(git).run("rebase", "--abort", env=_NO_EDITOR)
+
+
+def unmerged_paths(git: Git) -> list[str]:
+    """The paths with unresolved conflicts in the index, as git prints them."""
+    out = git.out("diff", "--name-only", "-z", "--diff-filter=U", env={"GIT_OPTIONAL_LOCKS": "0"})
+    return sorted(dict.fromkeys(path for path in out.split("\0") if path))
+
+
 def add_all_and_commit(git: Git, message: str) -> None:
     """Commit everything (untracked included, ignored excluded) with the user's identity."""
     git.run("add", "--all")

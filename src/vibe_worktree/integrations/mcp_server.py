@@ -159,9 +159,17 @@ def _merge(session: Session, name: str, into: str | None, mode: str, message: st
     return _result(data, is_error=result.exit_code == 1)
 
 
-def _sync(session: Session, name: str, onto: str | None, fetch: bool,
-          directory: str | None) -> Any:
-    result = session.worktrees(directory).sync(name, onto=onto, fetch=fetch)
+def _sync(session: Session, name: str, onto: str | None, fetch: bool, stop_on_conflict: bool,
+          resume: str | None, directory: str | None) -> Any:
+    wt = session.worktrees(directory)
+    if resume == "continue":
+        result = wt.sync_continue(name)
+    elif resume == "abort":
+        result = wt.sync_abort(name)
+    elif resume is None:
+        result = wt.sync(name, onto=onto, fetch=fetch, stop_on_conflict=stop_on_conflict)
+    else:
+        raise VwtError(f"resume is continue or abort, not {resume!r}", 2)
     data = result.to_json()
     if result.message:
         data["message"] = result.message
@@ -221,8 +229,10 @@ def _tools(session: Session) -> list[tuple[str, Any]]:
                                     directory))
 
     def sync(name: str, onto: str | None = None, fetch: bool = True,
+             stop_on_conflict: bool = False, resume: str | None = None,
              directory: str | None = None) -> Any:
-        return _call(lambda: _sync(session, name, onto, fetch, directory))
+        return _call(lambda: _sync(session, name, onto, fetch, stop_on_conflict, resume,
+                                   directory))
 
     def conflicts(name: str | None = None, all_repos: bool = False, path: str | None = None,
                   directory: str | None = None) -> Any:
@@ -300,7 +310,11 @@ DESCRIPTIONS = {
     "sync": (
         "Rebase worktree NAME's own commits onto the target branch (`onto`; the fetched "
         "remote-tracking branch when it is ahead) inside its checkout. Outcomes: synced, "
-        "up_to_date, conflict (nothing changed; paths in `conflicts`), kept_dirty. Returns "
+        "up_to_date, conflict (nothing changed; paths in `conflicts`), kept_dirty. To resolve "
+        "a conflict: `stop_on_conflict` leaves the rebase stopped in the checkout "
+        "(conflict_stopped, paths in `conflicts`); fix and `git add` those files, then call "
+        "again with `resume` \"continue\" (synced, or conflict_stopped at the next one), or "
+        "\"abort\" to put everything back as before the sync (aborted). Returns "
         "{name, outcome, onto, head, conflicts, message}."
     ),
     "conflicts": (

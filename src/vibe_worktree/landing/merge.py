@@ -182,6 +182,11 @@ def _merge_held(entry: Entry, target: Target, tips: Tips, request: Request,
     git = housekeeping_git(target.checkout)
     inspection = inspect(target)
     base = base._replace(head=inspection.head)
+    if inspection.rebasing:  # a sync stopped at a conflict: its work is half-way
+        return base._replace(outcome=KEPT_DIRTY, message=(
+            f"a sync of {entry.name} is stopped at a conflict; nothing merged (finish it: vwt "
+            f"sync {entry.name} --continue, or undo it: vwt sync {entry.name} --abort)"))
+    committed = ""
     if inspection.changes:  # step 2
         if not request.commit:
             return base._replace(outcome=KEPT_DIRTY, message=(
@@ -193,6 +198,8 @@ def _merge_held(entry: Entry, target: Target, tips: Tips, request: Request,
         g.add_all_and_commit(git, request.message or f"WIP: {entry.name}")
         inspection = inspect(target)
         base = base._replace(head=inspection.head)
+        committed = (f"its uncommitted work was committed on {target.record.branch} as "
+                     f"{str(inspection.head)[:12]} (--commit); ")
     head = inspection.head
     if head is None:
         raise VwtError(f"{entry.name} has no commit to merge")
@@ -211,13 +218,15 @@ def _merge_held(entry: Entry, target: Target, tips: Tips, request: Request,
     onto = tips.commits[0]
     landed = _compute(git, target, tips, request, head, onto)  # step 5
     if landed.commit is None:
+        unchanged = f"{committed}nothing else changed" if committed else "nothing changed"
         if request.mode == FF_ONLY:
             return base._replace(outcome=NOT_FAST_FORWARD, message=(
-                f"{tips.branch} is not an ancestor of {entry.name}'s HEAD; use vwt sync "
-                f"{entry.name} first, or --squash / --rebase"))
+                f"{tips.branch} is not an ancestor of {entry.name}'s HEAD; {unchanged} (run: "
+                f"vwt sync {entry.name}{_onto(request)} first, or merge with --squash or "
+                "--rebase)"))
         return base._replace(outcome=CONFLICT, conflicts=landed.conflicts, message=(
             f"{entry.name} conflicts with {tips.branch} in {len(landed.conflicts)} file(s); "
-            f"nothing changed (run vwt sync {entry.name} and resolve them there)"))
+            f"{unchanged}; {resolve_hint(entry.name, request.into)}"))
     if landed.commit == onto:  # every commit was already there (patch-equivalent)
         return _finish(target, inspection, base._replace(outcome=UP_TO_DATE), ref,
                        request.keep, None)
@@ -246,9 +255,21 @@ def _compute(git: g.Git, target: Target, tips: Tips, request: Request, head: str
         return replay.Landed(None)
     if request.mode == REBASE:
         return replay.rebase(merging, onto, base_commit, head)
-    message = replay.squash_message(git, base_commit, head, target.record.branch,
-                                    request.message)
+    # the worktree's own commits are those T lacks (`T..HEAD`): after a rebase made by hand,
+    # the commits since base_commit include T's own
+    message = replay.squash_message(git, onto, head, target.record.branch, request.message)
     return replay.squash(merging, onto, head, message)
+
+
+def _onto(request: Request) -> str:
+    return f" --onto {request.into}" if request.into else ""
+
+
+def resolve_hint(name: str, onto_branch: str | None) -> str:
+    """How to resolve a conflict through vwt (SPEC §8), as commands that work as printed."""
+    onto = f" --onto {onto_branch}" if onto_branch else ""
+    return (f"to resolve it in the worktree run: vwt sync {name}{onto} --stop-on-conflict "
+            f"(then fix the files, git add them, and run: vwt sync {name} --continue)")
 
 
 def _update_target(target: Target, tips: Tips, old: str, new: str,

@@ -4,29 +4,50 @@ The rebased commits are computed in the object store first (see `replay`), so a
 conflict leaves branch, files and record exactly as they were; only a complete
 result moves the branch and the checkout (`git reset --keep`, the checkout being
 clean) and then the record's `base_commit`.
+
+With `stop_on_conflict` a conflict is instead left to resolve (§8 "Resolving a
+conflict"): a real `git rebase` runs in the worktree and stops at the first conflicting
+commit; `--continue` and `--abort` then drive that rebase. The record changes only when
+the rebase completes, so an abort leaves it exactly as it was.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import NamedTuple
 
 from ..core import git as g
-from ..core.errors import EXIT_ERROR, EXIT_NEEDS_CONFIRMATION, EXIT_OK, HeldError, VwtError
+from ..core.errors import (
+    EXIT_ERROR,
+    EXIT_NEEDS_CONFIRMATION,
+    EXIT_OK,
+    GitFailed,
+    HeldError,
+    VwtError,
+)
 from ..core.integration import Tips, read_tips
 from ..core.layout import Claim
 from ..core.locks import acquire_holder, new_holder_id
+from ..core.processes import Finished
 from ..core.records import write_record
 from ..lifecycle.remove import Target, inspect, tidy_claim_folders
-from ..lifecycle.worktrees import housekeeping_git
+from ..lifecycle.worktrees import Checkout, housekeeping_git, rebase_in_progress
 from . import replay
-from .merge import checked_out_target, fetch_target
+from .merge import checked_out_target, fetch_target, resolve_hint
 
 SYNCED = "synced"
 UP_TO_DATE = "up_to_date"
 CONFLICT = "conflict"
+CONFLICT_STOPPED = "conflict_stopped"  # a rebase is left stopped in the worktree to resolve
+ABORTED = "aborted"  # --abort put everything back as it was before the sync
 KEPT_DIRTY = "kept_dirty"
-EXIT_CODES = {SYNCED: EXIT_OK, UP_TO_DATE: EXIT_OK, KEPT_DIRTY: EXIT_NEEDS_CONFIRMATION}
+EXIT_CODES = {SYNCED: EXIT_OK, UP_TO_DATE: EXIT_OK, ABORTED: EXIT_OK,
+              KEPT_DIRTY: EXIT_NEEDS_CONFIRMATION}
+
+RUN = "run"
+CONTINUE = "continue"
+ABORT = "abort"
 
 Warn = Callable[[str], None]
 
@@ -58,9 +79,12 @@ def _onto(git: g.Git, tips: Tips) -> tuple[str, str]:
     return found.branch, found.commit
 
 
-def sync(claim: Claim, onto_branch: str | None, fetch: bool, warn: Warn) -> SyncResult:
+def sync(claim: Claim, onto_branch: str | None, fetch: bool, warn: Warn,
+         stop_on_conflict: bool = False, action: str = RUN) -> SyncResult:
+    """`action`: RUN a sync (a conflict aborts it, or with `stop_on_conflict` leaves it
+    stopped), or CONTINUE / ABORT the one left stopped."""
     _entry, target = checked_out_target(claim, "synced")
-    if fetch:
+    if fetch and action == RUN:
         fetch_target(target, onto_branch, warn)
     tips = read_tips(target.repo_git, onto_branch)
     if tips is None:
@@ -70,14 +94,17 @@ def sync(claim: Claim, onto_branch: str | None, fetch: bool, warn: Warn) -> Sync
     except HeldError as exc:
         raise VwtError(exc.message) from None
     try:
-        return _sync_held(claim, target, tips, target.record.base_commit)
+        if action == RUN:
+            return _sync_held(claim, target, tips, target.record.base_commit, stop_on_conflict,
+                              onto_branch)
+        return _resume(claim, target, tips, action)
     finally:
         hold.release()
         tidy_claim_folders(claim)
 
 
-def _sync_held(claim: Claim, target: Target, tips: Tips, base_commit: str | None
-               ) -> SyncResult:
+def _sync_held(claim: Claim, target: Target, tips: Tips, base_commit: str | None,
+               stop_on_conflict: bool, onto_branch: str | None) -> SyncResult:
     assert target.checkout is not None
     git = housekeeping_git(target.checkout)
     inspection = inspect(target)
@@ -86,6 +113,8 @@ def _sync_held(claim: Claim, target: Target, tips: Tips, base_commit: str | None
     if head is None:
         raise VwtError(f"{claim.name} has no commit to sync")
     result = SyncResult(claim.name, "", name, head)
+    if inspection.rebasing:
+        return _still_stopped(claim, target.checkout, git, result)
     if inspection.changes:
         return result._replace(outcome=KEPT_DIRTY, message=(
             f"{claim.name} has {inspection.describe_loss()}; nothing synced (commit or "
@@ -95,9 +124,104 @@ def _sync_held(claim: Claim, target: Target, tips: Tips, base_commit: str | None
     merging = git._replace(neutralised_merge_drivers=tips.merge_drivers)
     landed = replay.rebase(merging, onto, base_commit or onto, head)
     if landed.commit is None:
+        if stop_on_conflict:
+            return _stop(claim, target, merging, result, onto, base_commit or onto)
         return result._replace(outcome=CONFLICT, conflicts=landed.conflicts, message=(
             f"{claim.name} conflicts with {name} in {len(landed.conflicts)} file(s); "
-            "nothing changed"))
+            f"nothing changed; {resolve_hint(claim.name, onto_branch)}"))
     g.reset_keep(git, landed.commit)
     write_record(target.claim.record_path, target.record.with_base(onto))
     return result._replace(outcome=SYNCED, head=landed.commit)
+
+
+def _stop(claim: Claim, target: Target, git: g.Git, result: SyncResult, onto: str,
+          upstream: str) -> SyncResult:
+    """Run the rebase for real in the worktree and leave it stopped at the first conflict."""
+    assert target.checkout is not None
+    filtered = g.changed_files_using_filters(git, upstream, onto, git.neutralised_filters)
+    filtered += g.changed_files_using_filters(git, upstream, result.head or upstream,
+                                              git.neutralised_filters)
+    if filtered:  # the rebase would write them without their filter: vwt never runs it
+        return result._replace(outcome=CONFLICT, message=(
+            f"{filtered[0]} uses a filter driver of the repository's own config, which vwt "
+            f"never runs; nothing changed (rebase by hand in {target.checkout.path}: "
+            f"git rebase {result.onto})"))
+    done = g.rebase_onto(git, onto, upstream)
+    return _after_rebase(claim, target, git, result, onto, done)
+
+
+def _after_rebase(claim: Claim, target: Target, git: g.Git, result: SyncResult, onto: str,
+                  done: Finished) -> SyncResult:
+    """Where a started or continued rebase ended: complete (the record's base moves to
+    `onto`), stopped at a conflict, or refused by git (its reason)."""
+    assert target.checkout is not None
+    if not rebase_in_progress(target.checkout):
+        if done.returncode != 0:
+            raise GitFailed(f"git rebase failed: {g.first_line(done.stderr)}")
+        write_record(target.claim.record_path, target.record.with_base(onto))
+        return result._replace(outcome=SYNCED, head=g.head_commit(git))
+    stopped = _still_stopped(claim, target.checkout, git, result)
+    if done.returncode != 0 and not stopped.conflicts:  # git said why it cannot go on
+        return stopped._replace(message=f"{g.first_line(done.stderr)}; "
+                                        f"{_stopped_hint(claim.name, target.checkout)}")
+    return stopped
+
+
+def _still_stopped(claim: Claim, checkout: Checkout, git: g.Git,
+                   result: SyncResult) -> SyncResult:
+    conflicts = tuple(g.unmerged_paths(git))
+    what = (f"{len(conflicts)} conflicting file(s)" if conflicts
+            else "the conflicts resolved but not all committed")
+    return result._replace(
+        outcome=CONFLICT_STOPPED, conflicts=conflicts, head=g.rev_parse(git, "HEAD"),
+        message=f"sync of {claim.name} is stopped with {what}; "
+                f"{_stopped_hint(claim.name, checkout)}")
+
+
+def _stopped_hint(name: str, checkout: Checkout) -> str:
+    return (f"fix the files in {checkout.path}, stage them (git -C {checkout.path} add FILE), "
+            f"then run: vwt sync {name} --continue (or undo the sync: vwt sync {name} --abort)")
+
+
+def _resume(claim: Claim, target: Target, tips: Tips, action: str) -> SyncResult:
+    assert target.checkout is not None
+    checkout = target.checkout
+    git = housekeeping_git(checkout)._replace(neutralised_merge_drivers=tips.merge_drivers)
+    head = g.rev_parse(git, "HEAD")
+    state = _rebase_state(checkout)
+    if state is None:
+        raise VwtError(f"no sync of {claim.name} is stopped; nothing to {action} "
+                       f"(run: vwt sync {claim.name})")
+    onto, head_name = state
+    if head_name != f"refs/heads/{target.record.branch}":
+        raise VwtError(f"the rebase stopped in {checkout.path} is not of {claim.name}'s branch "
+                       f"{target.record.branch}; finish it with git rebase --{action} there")
+    result = SyncResult(claim.name, "", _onto_label(git, tips, onto), head)
+    if action == ABORT:
+        g.rebase_abort(git)
+        return result._replace(outcome=ABORTED, head=g.rev_parse(git, "HEAD"))
+    return _after_rebase(claim, target, git, result, onto, g.rebase_continue(git))
+
+
+def _rebase_state(checkout: Checkout) -> tuple[str, str] | None:
+    """(onto commit, the rebased branch's ref) of the rebase stopped in the checkout."""
+    for state in ("rebase-merge", "rebase-apply"):
+        folder = os.path.join(checkout.admin_dir, state)
+        try:
+            with open(os.path.join(folder, "onto"), encoding="utf-8") as onto, \
+                 open(os.path.join(folder, "head-name"), encoding="utf-8") as head_name:
+                return onto.read().strip(), head_name.read().strip()
+        except OSError:
+            continue
+    return None
+
+
+def _onto_label(git: g.Git, tips: Tips, onto: str) -> str:
+    """The short name of what a stopped rebase goes onto: `<remote>/T` or T when it is one
+    of their tips, else the commit."""
+    found = tips.target
+    if onto == found.remote_commit and found.remote_name:
+        return found.remote_name
+    if onto == found.commit:
+        return found.branch
+    return onto

@@ -269,6 +269,7 @@ RETENTION = "retention"
 MERGED = "merged"
 FINISHED = "finished"
 REQUESTED = "requested"  # the record asks for it (`reap_requested`)
+REBASE_IN_PROGRESS = "rebase_in_progress"  # kept: a sync stopped at a conflict is resolved there
 
 Reasons = dict[int, str]  # id(entry) -> why it is removed
 
@@ -348,7 +349,8 @@ def _landed(entry: Entry) -> bool:
     try:
         target = target_for(entry)
         inspection = inspect(target)
-        if inspection.changes or not inspection.ahead or inspection.head is None:
+        if (inspection.changes or not inspection.ahead or inspection.head is None
+                or inspection.rebasing):
             return False
         return integrated(target.repo_git, inspection.head) is not None
     except VwtError:
@@ -384,7 +386,11 @@ def _plan(entry: Entry, result: PruneResult, reason: str) -> int:
     """--dry-run: the same checks as a real removal, nothing written."""
     try:
         target = target_for(entry)
-        problem = snapshot_problem(target, inspect(target))
+        inspection = inspect(target)
+        if inspection.rebasing:
+            result.kept.append(_label(entry, reason=REBASE_IN_PROGRESS))
+            return 0
+        problem = snapshot_problem(target, inspection)
     except MissingAdmin:
         result.kept.append(_label(entry, reason=ORPHAN_REASON))
         return 0
@@ -407,6 +413,8 @@ def _save(entry: Entry, cache: dict[str, tuple[str, ...]]) -> _Saved | str:
     try:
         target = target_for(entry)
         inspection = inspect(target, cache)
+        if inspection.rebasing:  # half-way through resolving a conflict: never automatic
+            return REBASE_IN_PROGRESS
         assert entry.record is not None
         doomed = Doomed(target, inspection, None, entry.record.branch_created)
         ref = existing_snapshot(entry, target)

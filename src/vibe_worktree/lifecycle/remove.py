@@ -479,7 +479,7 @@ def _confirm_loss(claim: Claim, inspection: Inspection, ref: str | None,
 def landed(target: Target, inspection: Inspection) -> bool:
     """§8: no uncommitted changes and HEAD already in the target branch, so removing the
     worktree loses nothing even with commits of its own."""
-    if inspection.changes or inspection.head is None:
+    if inspection.changes or inspection.head is None or inspection.rebasing:
         return False
     from ..core.integration import integrated
 

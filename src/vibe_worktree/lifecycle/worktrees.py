@@ -260,13 +260,14 @@ class Inspection(NamedTuple):
     nested_repos: tuple[str, ...] = ()
     dirty_submodules: tuple[str, ...] = ()
     vs_target: tuple[int, int] | None = None  # (behind, own) against a target ref, if asked
+    rebasing: bool = False  # a rebase is stopped in the checkout (`vwt sync --stop-on-conflict`)
 
     @property
     def clean(self) -> bool:
-        return self.changes == 0 and self.ahead == 0
+        return self.changes == 0 and self.ahead == 0 and not self.rebasing
 
     def describe_loss(self) -> str:
-        parts = []
+        parts = ["a rebase stopped at a conflict"] if self.rebasing else []
         if self.changes - self.untracked:
             parts.append(f"{self.changes - self.untracked} uncommitted change(s)")
         if self.untracked:
@@ -323,8 +324,17 @@ def inspect_checkout(checkout: Checkout, record: Record,
         ahead = g.count_commits(git, record.base_commit, st.head)
     return Inspection(
         st.changes, st.untracked, ahead, st.head, st.branch, st.nested_repos,
-        st.dirty_submodules, st.ahead_behind,
+        st.dirty_submodules, st.ahead_behind, rebase_in_progress(checkout),
     )
+
+
+REBASE_STATE_DIRS = ("rebase-merge", "rebase-apply")
+
+
+def rebase_in_progress(checkout: Checkout) -> bool:
+    """A rebase is stopped in the checkout (git keeps its state in the admin folder)."""
+    return any(os.path.isdir(os.path.join(checkout.admin_dir, state))
+               for state in REBASE_STATE_DIRS)
 
 
 def inspect_missing(repo_git: g.Git, record: Record) -> Inspection:

@@ -1,0 +1,206 @@
+"""Resolving a conflict through vwt (SPEC §8): `sync --stop-on-conflict`, `--continue`,
+`--abort`, and what `merge`, `rm` and retention do while a rebase is stopped."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+from conftest import tree_files
+
+SYNC_KEYS = {"name", "outcome", "onto", "head", "conflicts"}
+
+
+def sync(vwt, *args, code=0):
+    result = vwt("sync", *args, "--json")
+    assert result.code == code, str(result)
+    data = result.json()
+    assert set(data) == SYNC_KEYS
+    return data
+
+
+def conflicting(repo, vwt, name="feat", files=("README.md",)):
+    """A worktree whose commits (one per file) each conflict with main."""
+    path = Path(vwt.new(name)["path"])
+    for rel in files:
+        repo.commit(f"{name}: {rel}", {rel: f"{name} version of {rel}\n"}, cwd=path)
+    repo.commit("main: " + ", ".join(files), {rel: f"main version of {rel}\n" for rel in files})
+    return path
+
+
+def frozen(repo, name):
+    out = repo.git("for-each-ref", "--format=%(refname) %(objectname)")
+    return (out, tree_files(repo.checkout(name)), repo.porcelain(repo.checkout(name)),
+            repo.record(name))
+
+
+def printed_commands(message):
+    """The `vwt ...` commands a message tells the user to run."""
+    found = re.findall(r"(vwt (?:sync|merge) [^(),;]+?)(?=\)| \(|,|;|$)", message)
+    return [shlex.split(command)[1:] for command in found]
+
+
+def rebasing(path):
+    return "rebase in progress" in subprocess.run(
+        ["git", "-C", str(path), "status"], capture_output=True, text=True).stdout
+
+
+def resolve(repo, path, rel, text="resolved\n"):
+    repo.write(rel, text, base=path)
+    repo.git("add", rel, cwd=path)
+
+
+def test_merge_conflict_names_commands_that_resolve_it_as_printed(repo, vwt):
+    path = conflicting(repo, vwt)
+    merged = vwt("merge", "feat", "--no-fetch")
+    assert merged.code == 1, str(merged)
+    [line] = merged.err_lines
+    assert line.startswith("vwt: error: feat conflicts with main"), line
+    commands = printed_commands(line)
+    assert commands[0] == ["sync", "feat", "--stop-on-conflict"], commands
+    stopped = vwt(*commands[0], "--json")
+    assert stopped.code == 1, str(stopped)
+    data = stopped.json()
+    assert data["outcome"] == "conflict_stopped" and data["conflicts"] == ["README.md"]
+    assert "<<<<<<<" in (path / "README.md").read_text()
+    assert rebasing(path)
+    resolve(repo, path, "README.md")
+    assert commands[1] == ["sync", "feat", "--continue"], commands
+    done = vwt(*commands[1], "--json")
+    assert done.code == 0, str(done)
+    assert done.json()["outcome"] == "synced" and not rebasing(path)
+    assert repo.rev("feat~1") == repo.rev("main")
+    assert repo.record("feat")["base_commit"] == repo.rev("main")
+    assert vwt("merge", "feat", "--no-fetch").code == 0
+    assert repo.git("show", "main:README.md") == "resolved"
+
+
+def test_sync_stop_on_conflict_leaves_the_rebase_stopped_with_markers(repo, vwt):
+    path = conflicting(repo, vwt)
+    record = repo.record("feat")
+    result = vwt("sync", "feat", "--stop-on-conflict", "--no-fetch")
+    assert result.code == 1, str(result)
+    assert result.out.split() == ["README.md"]
+    [line] = result.err_lines
+    assert line.startswith("vwt: error: sync of feat is stopped with 1 conflicting file(s)")
+    assert "<<<<<<<" in (path / "README.md").read_text()
+    assert rebasing(path)
+    assert repo.record("feat") == record  # changes only when the rebase completes
+    again = sync(vwt, "feat", code=1)  # a plain sync says where it stands, changes nothing
+    assert again["outcome"] == "conflict_stopped" and again["conflicts"] == ["README.md"]
+
+
+def test_sync_abort_puts_branch_files_and_record_back(repo, vwt):
+    conflicting(repo, vwt, files=("README.md", "other.txt"))
+    before = frozen(repo, "feat")
+    sync(vwt, "feat", "--stop-on-conflict", code=1)
+    repo.write("scratch.txt", "x\n", base=repo.checkout("feat"))  # made while resolving
+    (repo.checkout("feat") / "scratch.txt").unlink()
+    data = sync(vwt, "feat", "--abort")
+    assert data["outcome"] == "aborted" and data["head"] == repo.rev("feat")
+    assert frozen(repo, "feat") == before
+    assert not rebasing(repo.checkout("feat"))
+
+
+def test_sync_continue_stops_again_at_the_next_conflicting_commit(repo, vwt):
+    path = conflicting(repo, vwt, files=("README.md", "other.txt"))
+    first = sync(vwt, "feat", "--stop-on-conflict", code=1)
+    assert first["conflicts"] == ["README.md"]
+    resolve(repo, path, "README.md")
+    second = sync(vwt, "feat", "--continue", code=1)
+    assert second["outcome"] == "conflict_stopped" and second["conflicts"] == ["other.txt"]
+    resolve(repo, path, "other.txt")
+    done = sync(vwt, "feat", "--continue")
+    assert done["outcome"] == "synced" and done["head"] == repo.rev("feat")
+    assert repo.rev("feat~2") == repo.rev("main")
+    assert vwt.entry("feat")["ahead"] == 2
+
+
+def test_sync_continue_with_conflicts_unresolved_stays_stopped(repo, vwt):
+    path = conflicting(repo, vwt)
+    sync(vwt, "feat", "--stop-on-conflict", code=1)
+    result = vwt("sync", "feat", "--continue", "--json")
+    assert result.code == 1 and result.json()["outcome"] == "conflict_stopped"
+    assert "vwt sync feat --continue" in result.err
+    assert rebasing(path)
+
+
+def test_sync_continue_or_abort_without_a_stopped_sync_is_an_error(repo, vwt):
+    vwt.new("feat")
+    for flag in ("--continue", "--abort"):
+        result = vwt("sync", "feat", flag)
+        assert result.code == 1
+        assert result.err.startswith("vwt: error: no sync of feat is stopped"), result.err
+
+
+def test_sync_without_stop_still_changes_nothing_and_names_the_way_out(repo, vwt):
+    conflicting(repo, vwt)
+    before = frozen(repo, "feat")
+    result = vwt("sync", "feat", "--no-fetch")
+    assert result.code == 1
+    [line] = result.err_lines
+    assert line.startswith("vwt: error: feat conflicts with main")
+    assert printed_commands(line)[0] == ["sync", "feat", "--stop-on-conflict"]
+    assert frozen(repo, "feat") == before
+
+
+def test_merge_refuses_while_a_sync_is_stopped(repo, vwt):
+    conflicting(repo, vwt)
+    sync(vwt, "feat", "--stop-on-conflict", code=1)
+    main = repo.rev("main")
+    for extra in ([], ["--commit"], ["--keep"]):
+        result = vwt("merge", "feat", "--no-fetch", *extra, "--json")
+        assert result.code == 3, str(result)
+        assert result.json()["outcome"] == "kept_dirty"
+        assert result.err.startswith("vwt: refused: a sync of feat is stopped")
+    assert repo.rev("main") == main and rebasing(repo.checkout("feat"))
+
+
+def test_rm_asks_before_removing_a_stopped_rebase(repo, vwt):
+    conflicting(repo, vwt)
+    sync(vwt, "feat", "--stop-on-conflict", code=1)
+    repo.git("add", "-A", cwd=repo.checkout("feat"))  # no change left to count, still stopped
+    refused = vwt("rm", "feat", "--json")
+    assert refused.code == 3 and refused.json()["outcome"] == "kept_dirty"
+    assert "a rebase stopped at a conflict" in refused.err
+    assert rebasing(repo.checkout("feat"))
+
+
+def test_retention_keeps_a_stopped_rebase(repo, vwt):
+    conflicting(repo, vwt)
+    sync(vwt, "feat", "--stop-on-conflict", code=1)
+    for extra in (["--dry-run"], []):
+        data = vwt.ok("prune", "--keep", "0", *extra, "--json").json()
+        assert data["removed"] == []
+        assert [(k["name"], k["reason"]) for k in data["kept"]] == [("feat",
+                                                                      "rebase_in_progress")]
+    assert rebasing(repo.checkout("feat"))
+
+
+def test_squash_summary_lists_only_commits_not_in_the_target(repo, vwt):
+    path = vwt.new("feat")["path"]
+    repo.commit("mine one", {"a.txt": "a\n"}, cwd=path)
+    repo.commit("mine two", {"b.txt": "b\n"}, cwd=path)
+    repo.commit("main's own", {"m.txt": "m\n"})
+    repo.git("rebase", "-q", "main", cwd=path)  # by hand: base_commit now predates main's
+    status = vwt.ok("status", "feat").out
+    assert re.search(r"ahead\s+3 commit\(s\) since \w+ \(2 not in main\)", status), status
+    vwt.ok("merge", "feat", "--no-fetch")
+    message = repo.git("log", "-1", "--format=%B", "main")
+    assert "mine one" in message and "mine two" in message
+    assert "main's own" not in message and message.startswith("Squash 2 commits")
+
+
+def test_merge_commit_that_then_conflicts_says_it_committed_the_work(repo, vwt):
+    path = conflicting(repo, vwt)
+    repo.write("notes.txt", "untracked work\n", base=path)
+    result = vwt("merge", "feat", "--commit", "--no-fetch")
+    assert result.code == 1, str(result)
+    [line] = result.err_lines
+    tip = repo.rev("feat")
+    assert f"committed on feat as {tip[:12]}" in line, line
+    assert "nothing changed" not in line
+    assert repo.git("show", "feat:notes.txt") == "untracked work"
+    assert repo.porcelain(path) == ""
