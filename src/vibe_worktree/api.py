@@ -51,7 +51,9 @@ from .lifecycle.worktrees import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from .agents.activity import Activity
     from .core.integration import Integration, Tips
+    from .core.records import Record
     from .health.doctor import Report as DoctorReport
     from .health.orphans import Repaired
     from .landing.collisions import ConflictsResult
@@ -93,6 +95,9 @@ class Listed(NamedTuple):
     target: str | None = None  # §8: the target branch, None when not computed
     behind: int | None = None
     integrated: str | None = None  # the integration reason, None when not integrated
+    agent: str | None = None  # §14: the agent that made it ("claude-code"), its session
+    session: str | None = None
+    activity: Activity | None = None  # what that agent's session is doing, if it lives
 
     @property
     def held(self) -> bool:
@@ -116,6 +121,8 @@ class Listed(NamedTuple):
             held=self.held, holders=self.holders, changes=self.changes, ahead=self.ahead,
             clean=self.clean, hooks_running=list(self.hooks_running), target=self.target,
             behind=self.behind, integrated=self.integrated, safe_to_remove=self.safe_to_remove,
+            agent=self.agent, session=self.session,
+            activity=self.activity.to_json() if self.activity else None,
         )
 
 
@@ -145,6 +152,9 @@ class WorktreeStatus(NamedTuple):
     integrated: str | None = None
     not_in_target: int | None = None  # of HEAD's commits, those the target lacks (`T..HEAD`)
     rebasing: bool = False  # a sync is stopped at a conflict in the checkout
+    agent: str | None = None
+    session: str | None = None
+    activity: Activity | None = None
 
     @property
     def clean(self) -> bool:
@@ -165,7 +175,8 @@ class WorktreeStatus(NamedTuple):
             changes=self.changes, untracked=self.untracked, ahead=self.ahead, clean=self.clean,
             held=self.held, holders=self.holders, hooks_running=list(self.hooks_running),
             target=self.target, behind=self.behind, integrated=self.integrated,
-            safe_to_remove=self.safe_to_remove,
+            safe_to_remove=self.safe_to_remove, agent=self.agent, session=self.session,
+            activity=self.activity.to_json() if self.activity else None,
         )
 
 
@@ -185,7 +196,15 @@ def _listed(entry: Entry, holders: list[str]) -> Listed:
         len(holders),
         problem=entry.problem,
         hooks_running=running_hooks(holders) if holders else (),
+        agent=_made_by(record, "agent"),
+        session=_made_by(record, "session"),
     )
+
+
+def _made_by(record: Record | None, key: str) -> str | None:
+    """§14: which agent and session made it (string keys the hook writes; else None)."""
+    value = record.extra.get(key) if record is not None and record.extra else None
+    return value if isinstance(value, str) else None
 
 
 def _with_status(row: Listed, entry: Entry, checkout: Checkout,
@@ -401,6 +420,7 @@ class Worktrees:
         found = entries(self.root, buckets, with_recovery=False)
         with registry_lock(self.root):
             rows = [_listed(e, live_holders(e.claim) if e.has_holders else []) for e in found]
+        rows = _with_activity(self.root, rows)
         if not with_status:
             return rows
         checkouts: dict[int, Checkout] = {}
@@ -458,6 +478,8 @@ class Worktrees:
             name, claim.checkout, record.branch, record.branch_created, record.base_commit,
             inspection.changes, inspection.untracked, inspection.ahead, len(holders),
             running_hooks(holders), not_in_target=own, rebasing=inspection.rebasing,
+            agent=_made_by(record, "agent"),
+            session=_made_by(record, "session"), activity=_activity_of(self.root, claim),
         )
         if landed is None:
             return status
@@ -678,6 +700,23 @@ class Worktrees:
         from .health.orphans import relocate
 
         return relocate(self.root, self.cwd)
+
+
+def _with_activity(root: Root, rows: list[Listed]) -> list[Listed]:
+    """§14: the live agent activity of each row (one folder listing per bucket)."""
+    from .agents.activity import FOLDER, of_bucket
+
+    if not os.path.isdir(f"{root.home}/{FOLDER}"):
+        return rows
+    by_bucket = {b: of_bucket(root.home, b) for b in {r.bucket for r in rows}}
+    return [_replace(r, activity=found) if (found := by_bucket[r.bucket].get(r.name)) else r
+            for r in rows]
+
+
+def _activity_of(root: Root, claim: Claim) -> Activity | None:
+    from .agents.activity import current
+
+    return current(root.home, claim)
 
 
 def _any_hooks_file(home: str, checkout: str) -> bool:

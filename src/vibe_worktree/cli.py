@@ -105,6 +105,7 @@ _HOT: dict[str, tuple[dict[str, str], dict[str, str], tuple[str, ...]]] = {
          "--from": "from_ref"},
         ("name",),
     ),
+    "hook": ({}, {}, ("agent",)),  # every Claude Code event starts a process: keep it quick
 }
 _GLOBAL_OPTIONS = {"--home": "home", "-C": "directory"}
 # What argparse sets that the fast path never parses (`--sparse` repeats: argparse's).
@@ -797,6 +798,45 @@ def cmd_doctor(wt: Worktrees, ns: argparse.Namespace) -> int:
     return 0 if report.healthy else 1
 
 
+def _hook_args(p: argparse.ArgumentParser) -> None:
+    from .agents import AGENTS
+
+    p.add_argument("agent", choices=AGENTS, help="whose hook input is on stdin")
+
+
+def cmd_hook(wt: Worktrees, ns: argparse.Namespace) -> int:
+    from .agents import AGENTS
+
+    if ns.agent not in AGENTS:
+        raise VwtError(f"unknown agent {ns.agent!r}; use one of {', '.join(AGENTS)}", EXIT_USAGE)
+    from .agents.claude_code import handle
+
+    return handle(wt)
+
+
+def _install_args(p: argparse.ArgumentParser) -> None:
+    from .agents import AGENTS
+    from .agents.claude_settings import SCOPES
+
+    p.add_argument("agent", choices=AGENTS, help="the agent whose settings to change")
+    p.add_argument("--scope", choices=SCOPES, default="user",
+                   help="user: ~/.claude/settings.json (default); project: .claude/settings.json;"
+                        " local: .claude/settings.local.json")
+    p.add_argument("--dry-run", action="store_true", help="print the resulting file, write nothing")
+
+
+def cmd_install(wt: Worktrees, ns: argparse.Namespace) -> int:
+    from .agents.install import change_settings
+
+    return change_settings(wt, ns.scope, install=True, dry_run=ns.dry_run, as_json=ns.json)
+
+
+def cmd_uninstall(wt: Worktrees, ns: argparse.Namespace) -> int:
+    from .agents.install import change_settings
+
+    return change_settings(wt, ns.scope, install=False, dry_run=ns.dry_run, as_json=ns.json)
+
+
 # name: (help, handler, add its arguments, accepts --json)
 SUBCOMMANDS: dict[str, tuple[str, Any, Any, bool]] = {
     "new": ("create (or reuse) a worktree of this repository", cmd_new, _new_args, True),
@@ -834,6 +874,12 @@ SUBCOMMANDS: dict[str, tuple[str, Any, Any, bool]] = {
                cmd_schema, _schema_args, False),
     "doctor": ("check the whole home for problems, changing nothing (exit 1 when unhealthy)",
                cmd_doctor, _doctor_args, True),
+    "hook": ("handle an agent's hook event (JSON on stdin): Claude Code's worktrees through vwt",
+             cmd_hook, _hook_args, False),
+    "install": ("register vwt's hooks in an agent's settings (Claude Code)", cmd_install,
+                _install_args, True),
+    "uninstall": ("take vwt's hooks out of an agent's settings again", cmd_uninstall,
+                  _install_args, True),
 }
 # name: what `vwt NAME --help` shows as its example (None: `vwt --help`), a command a line
 EXAMPLES: dict[str | None, str] = {
@@ -864,6 +910,11 @@ EXAMPLES: dict[str | None, str] = {
     "conflicts": ("vwt conflicts\nvwt conflicts --path src/app.py --json   # before editing it\n"
                   "vwt conflicts feature --check   # before merging it"),
     "doctor": "vwt doctor --json\nvwt doctor --relocate   # inside a repository you moved",
+    "hook": "echo '{\"hook_event_name\": \"WorktreeCreate\", \"cwd\": \"'$PWD'\", "
+            "\"name\": \"feat/x\"}' | vwt hook claude-code",
+    "install": ("vwt install claude-code\nvwt install claude-code --scope project --dry-run\n"
+                "claude --worktree feat/login   # now made, held and removed by vwt"),
+    "uninstall": "vwt uninstall claude-code\nvwt uninstall claude-code --scope local --json",
 }
 COMPLETE = "__complete"
 

@@ -9,7 +9,7 @@ LAYERS = [
     {"core"},
     {"lifecycle"},
     {"landing", "health"},
-    {"api", "schema"},
+    {"api", "schema", "agents"},  # agents: the API as agents see it (hooks, activity)
     {"render", "board", "integrations"},
     {"cli", "__main__", "__init__"},
 ]

@@ -1,0 +1,136 @@
+"""What each agent session is doing in its worktree: working, waiting for the user, idle.
+
+Kept outside the claim folders, which Mistral Vibe removes with `rmdir` (an extra file
+there would make its removals fail): `<home>/worktree-activity/<bucket>/<name>.json`,
+one small JSON file a worktree, replaced atomically at each event. Activity whose agent
+process is gone reads as none, so a crashed session never shows as working.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import NamedTuple
+
+from ..core.layout import Claim
+from ..core.records import utc_now
+from .host import Host, alive
+
+FOLDER = "worktree-activity"
+WORKING, WAITING, IDLE = "working", "waiting", "idle"
+STATES = (WORKING, WAITING, IDLE)
+
+
+class Activity(NamedTuple):
+    state: str
+    agent: str
+    session: str
+    since: str
+    host: Host
+
+    def to_json(self) -> dict[str, str]:
+        return {"state": self.state, "agent": self.agent, "session": self.session,
+                "since": self.since}
+
+
+def folder(home: str, bucket: str) -> str:
+    return f"{home}/{FOLDER}/{bucket}"
+
+
+def path(home: str, claim: Claim) -> str:
+    return f"{folder(home, claim.bucket)}/{claim.name}.json"
+
+
+def _parse(raw: bytes) -> Activity | None:
+    try:
+        data = json.loads(raw)
+        host = Host(int(data["pid"]), str(data.get("started", "")))
+        state, agent, session, since = (data[k] for k in ("state", "agent", "session", "since"))
+    except (ValueError, KeyError, TypeError):
+        return None
+    if state not in STATES or not all(isinstance(v, str) for v in (agent, session, since)):
+        return None
+    return Activity(state, agent, session, since, host)
+
+
+def _read(file: str) -> Activity | None:
+    try:
+        with open(file, "rb") as f:
+            return _parse(f.read(1 << 14))
+    except OSError:
+        return None
+
+
+def mark(home: str, claim: Claim, state: str, agent: str, session: str, host: Host) -> None:
+    """Record the session's state; `since` stays when the state is the same as before."""
+    file = path(home, claim)
+    before = _read(file)
+    since = (before.since if before and before.state == state and before.session == session
+             and before.host == host else utc_now())
+    data = {"version": 1, "state": state, "agent": agent, "session": session, "since": since,
+            "pid": host.pid, "started": host.started}
+    os.makedirs(os.path.dirname(file), exist_ok=True)
+    temp = f"{file}.{os.urandom(6).hex()}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, json.dumps(data).encode())
+    finally:
+        os.close(fd)
+    try:
+        os.replace(temp, file)
+    except BaseException:
+        os.unlink(temp)
+        raise
+
+
+def clear(home: str, session: str) -> int:
+    """Forget the session's activity in every worktree (SessionEnd); how many."""
+    cleared = 0
+    base = f"{home}/{FOLDER}"
+    try:
+        buckets = os.listdir(base)
+    except OSError:
+        return 0
+    for bucket in buckets:
+        try:
+            names = os.listdir(f"{base}/{bucket}")
+        except OSError:
+            continue
+        for name in names:
+            file = f"{base}/{bucket}/{name}"
+            if name.endswith(".json") and (found := _read(file)) and found.session == session:
+                try:
+                    os.unlink(file)
+                    cleared += 1
+                except FileNotFoundError:
+                    pass
+    return cleared
+
+
+def forget(home: str, claim: Claim) -> None:
+    try:
+        os.unlink(path(home, claim))
+    except OSError:
+        pass
+
+
+def current(home: str, claim: Claim) -> Activity | None:
+    """The worktree's activity, None when there is none or its agent process is gone."""
+    found = _read(path(home, claim))
+    return found if found is not None and alive(found.host) else None
+
+
+def of_bucket(home: str, bucket: str) -> dict[str, Activity]:
+    """Live activity of a bucket's worktrees by name: one listing, then only the files."""
+    base = folder(home, bucket)
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return {}
+    found = {}
+    for name in names:
+        if name.endswith(".json"):
+            activity = _read(f"{base}/{name}")
+            if activity is not None and alive(activity.host):
+                found[name[:-5]] = activity
+    return found

@@ -1,0 +1,246 @@
+"""`vwt hook claude-code`: Claude Code's worktrees made, held and removed by vwt.
+
+Claude Code runs the command registered for an event with one JSON object on stdin.
+`WorktreeCreate` replaces its own `git worktree add`: it reads one line of stdout, the
+checkout's path, so everything else this process or its children print goes to stderr.
+`WorktreeRemove` replaces its removal. The other events only note what the session is
+doing (activity) and never touch a checkout.
+
+Every failure exits 1, never 2: for some events (PreToolUse, UserPromptSubmit, Stop)
+Claude Code reads exit status 2 as "block the tool, the prompt or the stop".
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, NamedTuple
+
+from ..core.errors import EXIT_ERROR, EXIT_OK, VwtError
+from ..core.layout import Claim, Root
+from ..core.names import branch_name_problem, path_segment_problem, slugify
+from . import activity
+from .hook_input import close_stdin, read_object
+from .host import find_host
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..api import Worktrees
+
+AGENT = "claude-code"
+_ACTIVITY = {"UserPromptSubmit": activity.WORKING, "PreToolUse": activity.WORKING,
+             "Notification": activity.WAITING, "Stop": activity.IDLE}
+_PR_URL = re.compile(r"^https?://\S+/(?:pull|pulls|merge_requests|pull-requests)/(\d+)/?(?:[#?]\S*)?$")
+
+
+def handle(wt: Worktrees) -> int:
+    """Read the event from stdin and act on it; any failure is exit 1."""
+    try:
+        payload = read_object(0)
+        close_stdin()
+        event = payload.get("hook_event_name")
+        if not isinstance(event, str) or not event:
+            raise VwtError("the hook input has no hook_event_name")
+        if event == "WorktreeCreate":
+            return worktree_create(wt, payload)
+        if event == "WorktreeRemove":
+            return worktree_remove(wt, payload)
+        if event == "SessionEnd":
+            return session_end(wt, payload)
+        if event in _ACTIVITY:
+            return note_activity(wt, payload, _ACTIVITY[event])
+        return EXIT_OK  # an event this handler was not registered for: nothing to do
+    except VwtError as exc:
+        raise VwtError(exc.message, EXIT_ERROR) from None
+
+
+def _text(payload: dict[str, Any], key: str) -> str | None:
+    value = payload.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise VwtError(f"the hook input's {key} is not a string")
+    return value
+
+
+def _directory(payload: dict[str, Any]) -> str:
+    cwd = _text(payload, "cwd") or os.getcwd()
+    if not os.path.isabs(cwd) or not os.path.isdir(cwd):
+        raise VwtError(f"the hook input's cwd {cwd!r} is not an existing absolute folder")
+    return cwd
+
+
+# -- names ---------------------------------------------------------------------------------
+class Request(NamedTuple):
+    """What `vwt new` is asked for: NAME (None: a random one), its branch, a pull request."""
+
+    name: str | None
+    branch: str | None
+    pr: int | None
+
+
+def request_for(sent: str | None) -> Request:
+    """Claude Code's name as `vwt new` arguments: a valid name as it is; `#N` or a pull
+    request's URL as `--pr N`; anything else slugified as a prompt, keeping the name as
+    sent for the branch when git accepts it (`feat/04-config`)."""
+    sent = (sent or "").strip()
+    if not sent:
+        return Request(None, None, None)
+    number = sent[1:] if sent.startswith("#") else None
+    match = _PR_URL.match(sent)
+    if match:
+        number = match[1]
+    if number is not None and number.isdigit() and int(number) > 0:
+        return Request(None, None, int(number))
+    if path_segment_problem(sent) is None and branch_name_problem(sent) is None:
+        return Request(sent, None, None)
+    slug = slugify(sent)
+    if not slug:
+        return Request(None, None, None)
+    branch = sent if branch_name_problem(sent) is None else None
+    return Request(slug, branch, None)
+
+
+# -- WorktreeCreate ---------------------------------------------------------------------------
+class _PathOnlyStdout:
+    """While it is entered, fd 1 is stderr: git, hooks and warnings cannot reach the line
+    Claude Code reads. `emit` writes to the real stdout."""
+
+    def __enter__(self) -> _PathOnlyStdout:
+        import sys
+
+        sys.stdout.flush()
+        self.saved = os.dup(1)
+        os.dup2(2, 1)
+        return self
+
+    def emit(self, text: str) -> None:
+        data = text.encode()
+        while data:
+            data = data[os.write(self.saved, data):]
+
+    def __exit__(self, *exc: object) -> None:
+        os.dup2(self.saved, 1)
+        os.close(self.saved)
+
+
+def worktree_create(wt: Worktrees, payload: dict[str, Any]) -> int:
+    from ..api import Worktrees
+    from .claude_settings import worktree_settings
+
+    sent = payload.get("name", payload.get("worktree_name"))
+    if sent is not None and not isinstance(sent, str):
+        raise VwtError("the hook input's name is not a string")
+    cwd = _directory(payload)
+    session = _text(payload, "session_id")
+    request = request_for(sent)
+    host = find_host()
+    with _PathOnlyStdout() as out:
+        wt = Worktrees(home=wt.root.home, cwd=cwd, warn=wt.warn)
+        settings = worktree_settings(os.environ.get("CLAUDE_PROJECT_DIR") or cwd, wt.warn)
+        from_ref = "HEAD" if settings.base_ref == "head" and request.pr is None else None
+        created = wt.create(request.name, branch=request.branch, from_ref=from_ref,
+                            sparse=settings.sparse_paths or None, pr=request.pr)
+        try:
+            if created.created:
+                _tag(wt, created.name, session)
+            if session:
+                from .session_hold import hold_for_session
+
+                hold_for_session(wt, created.name, session, host)
+        except BaseException:
+            if created.created:
+                _undo(wt, created.name)
+            raise
+        out.emit(created.path + "\n")
+    return EXIT_OK
+
+
+def _tag(wt: Worktrees, name: str, session: str | None) -> None:
+    """Say in the record which agent and session made it (Vibe keeps unknown keys)."""
+    from ..core.locks import prune_lock
+    from ..core.records import write_record
+    from ..lifecycle.worktrees import load_entry
+
+    claim = wt.claim(name)
+    with prune_lock(wt.root):
+        entry = load_entry(claim)
+        record = entry.record if entry is not None else None
+        if record is None or record.reserved:
+            raise VwtError(f"{name} changed while it was being made; try again")
+        extra = {**record.extra, "agent": AGENT, "session": session}
+        write_record(claim.record_path, record._replace(extra=extra))
+
+
+def _undo(wt: Worktrees, name: str) -> None:
+    """A worktree made for a session that could not be held is taken away again (its
+    work, if a post_create hook made any, snapshotted first)."""
+    try:
+        wt.remove(name, confirm_dirty=True)
+    except (VwtError, OSError) as exc:
+        wt.warn(f"could not take {name} away again: {exc}")
+
+
+# -- WorktreeRemove ---------------------------------------------------------------------------
+def claim_containing(root: Root, path: str, exact: bool = False) -> Claim | None:
+    """The managed checkout `path` is (with `exact`) or lies in, found without git."""
+    for candidate in dict.fromkeys((os.path.abspath(path), os.path.realpath(path))):
+        relative = os.path.relpath(candidate, root.path)
+        parts = relative.split(os.sep)
+        if relative.startswith("..") or len(parts) < 2 or parts[0].startswith("."):
+            continue
+        if exact and len(parts) != 2:
+            continue
+        return root.claim(parts[0], parts[1])
+    return None
+
+
+def worktree_remove(wt: Worktrees, payload: dict[str, Any]) -> int:
+    from ..api import Worktrees
+    from ..lifecycle.remove import REMOVED
+    from ..lifecycle.worktrees import load_entry, require_trusted
+    from .session_hold import release_session
+
+    path = _text(payload, "worktree_path")
+    if not path:
+        raise VwtError("the hook input has no worktree_path")
+    session = _text(payload, "session_id")
+    claim = claim_containing(wt.root, path, exact=True)
+    entry = load_entry(claim) if claim is not None else None
+    if claim is None or entry is None or entry.record is None:
+        raise VwtError(f"{path} is not a worktree vwt manages; nothing removed")
+    record = require_trusted(entry)
+    own = release_session(claim, session) if session else []
+    repo_wt = Worktrees(home=wt.root.home, cwd=record.repo_root, warn=wt.warn)
+    if repo_wt.claim(claim.name) != claim:
+        raise VwtError(f"{path} does not belong to the repository at {record.repo_root}; "
+                       "nothing removed")
+    result = repo_wt.remove(claim.name, confirm_dirty=True, own_holders=own)
+    if result.outcome != REMOVED:
+        raise VwtError(f"{claim.name} kept ({result.outcome}): {result.message}")
+    activity.forget(wt.root.home, claim)
+    if result.snapshot_ref:
+        wt.warn(f"{claim.name}'s work is saved in {result.snapshot_ref}; "
+                f"vwt restore {claim.name} brings it back")
+    return EXIT_OK
+
+
+# -- activity ---------------------------------------------------------------------------------
+def note_activity(wt: Worktrees, payload: dict[str, Any], state: str) -> int:
+    cwd = _text(payload, "cwd")
+    session = _text(payload, "session_id") or ""
+    claim = claim_containing(wt.root, cwd) if cwd else None
+    if claim is None or not os.path.isfile(claim.record_path):
+        return EXIT_OK  # not in a managed worktree: nothing to note
+    activity.mark(wt.root.home, claim, state, AGENT, session, find_host())
+    return EXIT_OK
+
+
+def session_end(wt: Worktrees, payload: dict[str, Any]) -> int:
+    from .session_hold import release_everywhere
+
+    session = _text(payload, "session_id")
+    if session:
+        activity.clear(wt.root.home, session)
+        release_everywhere(wt.root, session)
+    return EXIT_OK

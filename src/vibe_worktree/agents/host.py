@@ -1,0 +1,87 @@
+"""The agent process a hook works for, and whether it still lives.
+
+Claude Code runs a hook command through a shell (`sh -c 'vwt hook claude-code'`), so
+the agent is the nearest ancestor of the handler that is not a shell. A process is
+known by its pid and its start time: a pid the kernel handed to someone else after the
+agent died is not the agent.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish"})
+_MAX_DEPTH = 32
+
+
+class Host(NamedTuple):
+    pid: int
+    started: str  # the kernel's start time of the process ("" where it cannot be read)
+
+
+def _proc_stat(pid: int) -> tuple[str, int, str] | None:
+    """(name, parent pid, start time) from /proc (Linux), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    name = raw[raw.index("(") + 1:raw.rindex(")")]
+    fields = raw[raw.rindex(")") + 2:].split()
+    return name, int(fields[1]), fields[19]  # state, ppid, ... starttime is field 22
+
+
+def _ps_stat(pid: int) -> tuple[str, int, str] | None:
+    """The same through ps(1), where there is no /proc (macOS)."""
+    from ..core.processes import Process, find_program
+
+    program = find_program("ps", "/bin:/usr/bin")
+    if program is None:
+        return None
+    child = Process(program, [program, "-o", "ppid=,lstart=,comm=", "-p", str(pid)],
+                    dict(os.environ, LC_ALL="C"))
+    out, _ = child.communicate(timeout=5)
+    parts = out.split()
+    if child.returncode != 0 or len(parts) < 7:
+        return None
+    return os.path.basename(" ".join(parts[6:])), int(parts[0]), " ".join(parts[1:6])
+
+
+def _stat(pid: int) -> tuple[str, int, str] | None:
+    if os.path.isdir("/proc/self"):
+        return _proc_stat(pid)
+    return _ps_stat(pid)
+
+
+def find_host(start: int | None = None) -> Host:
+    """The nearest ancestor of this process (from its parent up) that is not a shell."""
+    pid = os.getppid() if start is None else start
+    for _ in range(_MAX_DEPTH):
+        stat = _stat(pid)
+        if stat is None:
+            return Host(pid, "")
+        name, parent, started = stat
+        if name.lstrip("-") not in SHELLS or parent <= 1:
+            return Host(pid, started)
+        pid = parent
+    return Host(pid, "")
+
+
+def alive(host: Host) -> bool:
+    """The same process still runs (a zombie counts as gone)."""
+    try:
+        os.kill(host.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # someone else's process with that pid: the start time tells
+    if not os.path.isdir("/proc/self"):
+        return not host.started or (_ps_stat(host.pid) or ("", 0, ""))[2] == host.started
+    try:
+        with open(f"/proc/{host.pid}/stat", "rb") as f:
+            raw = f.read().decode("utf-8", "replace")
+    except OSError:
+        return False
+    fields = raw[raw.rindex(")") + 2:].split()
+    return fields[0] != "Z" and (not host.started or fields[19] == host.started)

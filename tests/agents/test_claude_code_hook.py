@@ -1,0 +1,295 @@
+"""`vwt hook claude-code`: Claude Code's recorded hook inputs, names of every kind, a pipe
+left open, malformed input, session holds that end with the agent process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import VWT_BIN, Repo, Vwt
+
+from .conftest import SESSION, hook, payload, wait_until
+
+
+def created_path(result) -> Path:
+    assert result.code == 0, str(result)
+    lines = result.out.splitlines()
+    assert len(lines) == 1 and result.out.endswith("\n"), repr(result.out)
+    path = Path(lines[0])
+    assert path.is_absolute() and (path / ".git").is_file()
+    return path
+
+
+def create(vwt: Vwt, repo: Repo, name: str | None, **fields: object) -> Path:
+    data = payload("WorktreeCreate", cwd=repo.path, name=name, session_id=None, **fields)
+    return created_path(hook(vwt, data))
+
+
+# -- names ------------------------------------------------------------------------------------
+def test_a_valid_name_is_the_worktree_and_its_branch(vwt, repo):
+    path = create(vwt, repo, "agent-a1b2c3")
+    assert path == repo.checkout("agent-a1b2c3")
+    assert repo.current_branch(path) == "agent-a1b2c3"
+
+
+def test_a_name_with_a_slash_is_slugified_and_kept_as_the_branch(vwt, repo):
+    path = create(vwt, repo, "feat/04-config")
+    assert path.name == "feat-04-config"
+    assert repo.current_branch(path) == "feat/04-config"
+    assert repo.record("feat-04-config")["branch"] == "feat/04-config"
+
+
+def test_a_name_git_refuses_as_a_branch_becomes_its_slug_for_both(vwt, repo):
+    path = create(vwt, repo, "Fix the login: now?")
+    assert path.name == "fix-the-login-now"
+    assert repo.current_branch(path) == "fix-the-login-now"
+
+
+def test_no_name_gives_a_random_one(vwt, repo):
+    first = create(vwt, repo, None)
+    second = create(vwt, repo, "")
+    assert first != second
+    assert repo.current_branch(first).startswith("vibe/")
+
+
+def test_the_older_worktree_name_field_is_read_too(vwt, repo):
+    data = payload("WorktreeCreate-legacy", cwd=repo.path, session_id=None)
+    assert created_path(hook(vwt, data)).name == "agent-a1b2c3"
+
+
+def test_a_second_create_of_the_same_name_reuses_the_worktree(vwt, repo):
+    first = create(vwt, repo, "feat/04-config")
+    (first / "work.txt").write_text("keep me\n")
+    assert create(vwt, repo, "feat/04-config") == first
+    assert (first / "work.txt").read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize("sent", ["#7", "https://github.com/acme/app/pull/7",
+                                  "https://gitlab.com/acme/app/-/merge_requests/7"])
+def test_a_pull_request_number_or_url_starts_from_that_pull_request(vwt, origin_repo, sent):
+    pusher = origin_repo.upstream.pusher
+    pusher.commit("pr work", {"pr.txt": "pr\n"})
+    pusher.git("push", "-q", "origin", "HEAD:refs/pull/7/head")
+    path = create(vwt, origin_repo, sent)
+    assert path.name == "pr-7"
+    assert (path / "pr.txt").read_text() == "pr\n"
+
+
+def test_records_say_which_agent_and_session_made_them(vwt, repo):
+    data = payload("WorktreeCreate", cwd=repo.path, name="tagged")
+    data["session_id"] = "sess-1"
+    path = created_path(hook(vwt, data))
+    record = repo.record(path.name)
+    assert record["agent"] == "claude-code" and record["session"] == "sess-1"
+    row = vwt.entry("tagged")
+    assert row is not None and row["agent"] == "claude-code" and row["session"] == "sess-1"
+    status = vwt.ok("status", "tagged", "--json", cwd=repo.path).json()
+    assert status["agent"] == "claude-code" and status["session"] == "sess-1"
+    vwt.ok("new", "plain", cwd=repo.path)
+    assert vwt.entry("plain")["agent"] is None
+
+
+# -- stdout carries the path alone ---------------------------------------------------------------
+def test_git_and_hook_output_never_reach_stdout(vwt, repo, sandbox):
+    (sandbox.vibe_home).mkdir(exist_ok=True)
+    (sandbox.vibe_home / "worktree.toml").write_text(
+        '[[hooks]]\nname = "chatty"\ntype = "post_create"\n'
+        'command = "echo to-stdout; echo to-stderr >&2"\n')
+    hooks = sandbox.tmp / "githooks"
+    hooks.mkdir()
+    repo.git("config", "core.hooksPath", str(hooks))
+    (hooks / "post-checkout").write_text("#!/bin/sh\necho post-checkout-says-hi\n")
+    (hooks / "post-checkout").chmod(0o755)
+    result = hook(vwt, payload("WorktreeCreate", cwd=repo.path, name="quiet", session_id=None))
+    created_path(result)
+    assert "to-stdout" in result.err and "to-stderr" in result.err
+
+
+# -- Claude Code's worktree settings --------------------------------------------------------------
+def test_base_ref_head_starts_from_head_instead_of_the_remote_default(vwt, origin_repo, sandbox):
+    local = origin_repo.commit("unpushed", {"local.txt": "only here\n"})
+    settings = sandbox.home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"worktree": {"baseRef": "head"}}))
+    path = create(vwt, origin_repo, "from-head")
+    assert origin_repo.head(path) == local
+    settings.write_text(json.dumps({"worktree": {"baseRef": "fresh"}}))
+    assert origin_repo.head(create(vwt, origin_repo, "fresh-one")) != local
+
+
+def test_the_local_project_settings_win_over_the_user_settings(vwt, repo, sandbox):
+    repo.commit("tree", {"app/a.txt": "a\n", "lib/b.txt": "b\n", "docs/c.txt": "c\n"})
+    user = sandbox.home / ".claude" / "settings.json"
+    user.parent.mkdir()
+    user.write_text(json.dumps({"worktree": {"sparsePaths": ["docs"]}}))
+    local = repo.path / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text(json.dumps({"worktree": {"sparsePaths": ["app"]}, "other": 1}))
+    path = create(vwt, repo, "sparse-one")
+    assert (path / "app" / "a.txt").exists()
+    assert not (path / "lib").exists() and not (path / "docs").exists()
+    assert repo.record("sparse-one")["sparse"] == ["app"]
+
+
+# -- failures ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("text", ["", "not json", "[1, 2]", '{"hook_event_name": ', "{]}",
+                                  '{"cwd": "/tmp"}'])
+def test_missing_or_malformed_input_is_exit_1_with_one_line(vwt, text):
+    result = hook(vwt, text)
+    assert result.code == 1, str(result)
+    assert result.out == ""
+    assert len(result.err_lines) == 1 and result.err.startswith("vwt: error: ")
+
+
+def test_a_create_outside_a_repository_fails_and_makes_nothing(vwt, sandbox, layout):
+    result = hook(vwt, payload("WorktreeCreate", cwd=sandbox.default_cwd, session_id=None))
+    assert result.code == 1 and result.out == "" and len(result.err_lines) == 1
+    assert not layout.root.exists() or not any(layout.root.iterdir())
+
+
+@pytest.mark.parametrize("name", ["main", "CON"])
+def test_a_refused_name_is_exit_1_never_2(vwt, repo, name):
+    # main is checked out in the repository itself; CON stays a Windows device name as a slug
+    result = hook(vwt, payload("WorktreeCreate", cwd=repo.path, name=name, session_id=None))
+    assert result.code == 1 and result.out == "" and len(result.err_lines) == 1, str(result)
+
+
+def test_a_pipe_left_open_does_not_hang_the_hook(vwt, repo, sandbox):
+    data = json.dumps(payload("WorktreeCreate", cwd=repo.path, name="open-pipe",
+                              session_id=None))
+    proc = subprocess.Popen([VWT_BIN, "hook", "claude-code"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=vwt.env(), cwd=sandbox.default_cwd)
+    assert proc.stdin is not None
+    proc.stdin.write(data.encode() + b"\n")
+    proc.stdin.flush()  # and never closed
+    out, err = _wait_output(proc)
+    assert proc.returncode == 0, err
+    assert out.decode() == f"{repo.checkout('open-pipe')}\n"
+    proc.stdin.close()
+
+
+def _wait_output(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.wait(timeout=30)
+    return proc.stdout.read(), proc.stderr.read()
+
+
+def test_an_incomplete_object_on_an_open_pipe_times_out_with_one_line(vwt, sandbox):
+    proc = subprocess.Popen([VWT_BIN, "hook", "claude-code"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=vwt.env({"VWT_HOOK_STDIN_TIMEOUT": "0.5"}),
+                            cwd=sandbox.default_cwd)
+    assert proc.stdin is not None
+    proc.stdin.write(b'{"hook_event_name": "Stop", ')
+    proc.stdin.flush()
+    out, err = _wait_output(proc)
+    proc.stdin.close()
+    assert proc.returncode == 1 and out == b""
+    assert err.decode().count("\n") == 1 and "within 0.5 s" in err.decode()
+
+
+# -- WorktreeRemove -----------------------------------------------------------------------------
+def test_remove_snapshots_dirty_work_so_restore_brings_it_back(vwt, repo):
+    path = create(vwt, repo, "doomed")
+    (path / "unsaved.txt").write_text("precious\n")
+    data = payload("WorktreeRemove", cwd=repo.path, worktree_path=path)
+    result = hook(vwt, data)
+    assert result.code == 0 and result.out == "", str(result)
+    assert not path.exists()
+    assert repo.ref_exists("refs/vibe/reaped/doomed")
+    vwt.ok("restore", "doomed", cwd=repo.path)
+    assert (path / "unsaved.txt").read_text() == "precious\n"
+
+
+def test_remove_of_a_clean_worktree_frees_the_name(vwt, repo, layout):
+    path = create(vwt, repo, "clean-one")
+    result = hook(vwt, payload("WorktreeRemove", cwd=repo.path, worktree_path=path))
+    assert result.code == 0, str(result)
+    assert not path.exists() and not repo.claim("clean-one").exists()
+
+
+def test_remove_of_a_path_vwt_does_not_manage_removes_nothing(vwt, repo, sandbox):
+    other = sandbox.tmp / "plain-worktree"
+    repo.git("worktree", "add", "-q", "-b", "plain", str(other))
+    result = hook(vwt, payload("WorktreeRemove", cwd=repo.path, worktree_path=other))
+    assert result.code == 1 and "not a worktree vwt manages" in result.err
+    assert other.is_dir()
+
+
+def test_remove_refuses_a_worktree_another_session_holds(vwt, repo, fake_host):
+    host = fake_host(payload("WorktreeCreate", cwd=repo.path, name="shared",
+                             session_id="other-session"))
+    path = Path(host.out.strip())
+    result = hook(vwt, payload("WorktreeRemove", cwd=repo.path, worktree_path=path))
+    assert result.code == 1 and "held" in result.err and len(result.err_lines) == 1
+    assert path.is_dir()
+
+
+def test_remove_releases_the_callers_own_hold_first(vwt, repo, fake_host):
+    host = fake_host(payload("WorktreeCreate", cwd=repo.path, name="mine"))
+    path = Path(host.out.strip())
+    assert len(repo.live_holders("mine")) == 1
+    result = hook(vwt, payload("WorktreeRemove", cwd=repo.path, worktree_path=path))
+    assert result.code == 0, str(result)
+    assert not path.exists() and not repo.claim("mine").exists()
+
+
+# -- held for the life of the agent ----------------------------------------------------------
+def test_the_worktree_is_held_while_the_agent_lives_and_released_when_it_is_killed(
+        vwt, repo, fake_host):
+    host = fake_host(payload("WorktreeCreate", cwd=repo.path, name="held"))
+    assert host.code == 0, host.err
+    holders = repo.live_holders("held")
+    assert [h.name for h in holders] == [f"claude-{SESSION}-{host.pid}"]
+    assert vwt("rm", "held", "-y", cwd=repo.path).code == 4
+    time.sleep(0.6)
+    assert repo.live_holders("held"), "released while the agent still lives"
+    host.kill()
+    took = wait_until(lambda: not repo.holders_dir("held").exists()
+                      or not list(repo.holders_dir("held").iterdir()), 2.0)
+    print(f"released {took:.2f} s after the agent was killed")
+    vwt.ok("rm", "held", "-y", cwd=repo.path)
+
+
+def test_the_hold_survives_an_open_stdin_and_keeps_no_stdio_of_the_hook(vwt, repo, fake_host):
+    # fake_host reads the hook's stdout and stderr to their end: a watcher keeping either
+    # open would make it time out here.
+    host = fake_host(payload("WorktreeCreate", cwd=repo.path, name="stdio"),
+                     keep_stdin_open=True, timeout=30)
+    assert host.code == 0 and host.out == f"{repo.checkout('stdio')}\n"
+    assert repo.live_holders("stdio")
+
+
+def test_session_end_releases_the_hold_and_clears_activity(vwt, repo, fake_host):
+    host = fake_host(payload("WorktreeCreate", cwd=repo.path, name="ending"))
+    path = Path(host.out.strip())
+    assert hook(vwt, payload("UserPromptSubmit", cwd=path)).code == 0
+    assert vwt.entry("ending")["activity"]["state"] == "working"
+    result = hook(vwt, payload("SessionEnd", cwd=path))
+    assert result.code == 0 and result.out == ""
+    assert not repo.live_holders("ending")
+    row = vwt.entry("ending")
+    assert row["holders"] == 0 and row["activity"] is None
+
+
+def test_no_watcher_outlives_its_agent(vwt, repo, fake_host):
+    host = fake_host(payload("WorktreeCreate", cwd=repo.path, name="watched"))
+    holder = repo.live_holders("watched")[0]
+    watcher = json.loads(holder.read_text())["pid"]
+    os.kill(watcher, 0)
+    host.kill()
+    wait_until(lambda: not _running(watcher), 2.5)
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
