@@ -80,7 +80,7 @@ def landed(row: Listed) -> str:
 
 LANDED_WORDS = {
     "same_commit": "same commit", "ancestor": "merged", "same_tree": "same tree",
-    "no_added_changes": "squashed", "patch_equivalent": "cherry-picked",
+    "no_added_changes": "squashed", "patch_equivalent": "cherry-picked", "squashed": "squashed",
 }
 
 

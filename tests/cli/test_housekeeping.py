@@ -113,3 +113,26 @@ def test_worktree_scope_config_is_treated_as_the_repositorys_own(repo, vwt, sand
     assert vwt("status", "busy", "--json").code == 0
     assert vwt("list", "--json").code == 0
     assert not marker.exists(), marker.read_text()
+
+
+def test_patch_ids_of_squash_recognition_run_no_repository_command(repo, vwt, sandbox):
+    """`squashed` diffs the target's commits and the branch: no external diff, textconv or
+    signature program of the repository's config runs, and the answer is still found."""
+    ext, ext_marker = trap(sandbox, "extdiff")
+    conv, conv_marker = trap(sandbox, "textconv")
+    gpg, gpg_marker = trap(sandbox, "gpg")
+    lines = "".join(f"line {n}\n" for n in range(20))
+    repo.commit("attrs", {".gitattributes": "*.txt diff=conv\n", "code.txt": lines})
+    path = Path(vwt.new("pr")["path"])
+    repo.commit("pr 1", {"code.txt": lines.replace("line 3\n", "line 3 a\n")}, cwd=path)
+    repo.commit("pr 2", {"code.txt": lines.replace("line 3\n", "line 3 b\n")}, cwd=path)
+    repo.git("merge", "-q", "--squash", "pr")
+    repo.git("commit", "-q", "-m", "squash")
+    repo.commit("later", {"code.txt": lines.replace("line 3\n", "line 3 later\n")})
+    for key, value in (("diff.external", ext), ("diff.conv.textconv", conv),
+                       ("log.showSignature", "true"), ("gpg.program", gpg),
+                       ("diff.noprefix", "true"), ("diff.relative", "true")):
+        repo.git("config", key, str(value))
+    assert vwt.entry("pr")["integrated"] == "squashed"
+    for marker in (ext_marker, conv_marker, gpg_marker):
+        assert not marker.exists(), marker.read_text()

@@ -66,6 +66,85 @@ def test_cherry_pick_later_reverted_is_still_patch_equivalent(repo, vwt):
     assert landing(vwt, "cp")["integrated"] == "patch_equivalent"
 
 
+LINES = "".join(f"line {n}\n" for n in range(30))
+
+
+def edit_lines(text, edits):
+    lines = text.splitlines()
+    for n, word in edits.items():
+        lines[n] = f"line {n} {word}"
+    return "".join(f"{line}\n" for line in lines)
+
+
+def pull_request(repo, vwt, name, commits):
+    """A worktree whose commits each rewrite lines of `code.txt`, a file main already has."""
+    repo.commit("code", {"code.txt": LINES})
+    path = vwt.new(name)["path"]
+    text = LINES
+    for i, edits in enumerate(commits):
+        text = edit_lines(text, edits)
+        repo.commit(f"{name} {i}", {"code.txt": text}, cwd=path)
+    return Path(path)
+
+
+def main_edits(repo, edits):
+    repo.git("checkout", "-q", "main")
+    repo.commit("main edits", {"code.txt": edit_lines((repo.path / "code.txt").read_text(),
+                                                      edits)})
+
+
+def test_squash_merge_whose_lines_main_edited_again_is_squashed(repo, vwt):
+    pull_request(repo, vwt, "pr", [{5: "a"}, {6: "b"}, {5: "a2"}])
+    squash_into_main(repo, "pr")
+    main_edits(repo, {5: "later", 6: "later"})  # merging pr now conflicts
+    assert landing(vwt, "pr") == {"target": "main", "behind": 2, "integrated": "squashed",
+                                  "safe_to_remove": True}
+    assert "squashed" in vwt.ok("status", "pr").out
+    assert vwt.ok("status", "pr", "--json").json()["integrated"] == "squashed"
+    vwt.ok("prune", "--merged")
+    assert vwt.entry("pr")["state"] == "snapshot"
+
+
+def test_landed_squash_plus_one_more_commit_is_not_integrated(repo, vwt):
+    path = pull_request(repo, vwt, "pr", [{5: "a"}, {6: "b"}])
+    squash_into_main(repo, "pr")
+    main_edits(repo, {5: "later"})
+    repo.commit("new work", {"code.txt": edit_lines((path / "code.txt").read_text(),
+                                                    {20: "new"})}, cwd=path)
+    assert landing(vwt, "pr")["integrated"] is None
+    assert vwt.entry("pr")["safe_to_remove"] is False
+
+
+def test_squash_of_commits_that_undo_each_other_is_squashed(repo, vwt):
+    pull_request(repo, vwt, "pr", [{5: "tried"}, {5: ""}, {9: "kept"}])
+    squash_into_main(repo, "pr")
+    main_edits(repo, {9: "later"})
+    assert landing(vwt, "pr")["integrated"] == "squashed"
+
+
+def test_squash_made_after_main_moved_next_to_the_change_is_squashed(repo, vwt):
+    """The squash's patch differs from the branch's (main changed the lines around it
+    before the squash): merging the branch into the squash's parent gives the squash."""
+    pull_request(repo, vwt, "pr", [{10: "a"}, {11: "b"}])
+    main_edits(repo, {13: "nearby"})
+    squash_into_main(repo, "pr")
+    main_edits(repo, {10: "later", 11: "later"})
+    assert landing(vwt, "pr")["integrated"] == "squashed"
+
+
+def test_work_main_had_before_the_fork_is_not_squashed(repo, vwt):
+    """The same change made on main, undone, then made again on a branch: main's first
+    commit is older than the branch, so it is not the branch's work landing."""
+    repo.commit("code", {"code.txt": LINES})
+    main_edits(repo, {7: "x"})
+    main_edits(repo, {7: ""})
+    path = vwt.new("pr")["path"]
+    repo.commit("redo", {"code.txt": edit_lines(LINES.replace("line 7\n", "line 7 \n"),
+                                                {7: "x"})}, cwd=path)
+    main_edits(repo, {8: "later"})
+    assert landing(vwt, "pr")["integrated"] is None
+
+
 def test_unmerged_work_is_not_integrated_and_not_safe_to_remove(repo, vwt):
     worktree_with_commits(repo, vwt, "wip", {"a.txt": "a\n"})
     repo.commit("main moves", {"m.txt": "m\n"})

@@ -834,6 +834,79 @@ def cherry_all_equivalent(git: Git, upstream: str, head: str) -> bool:
     return bool(lines) and all(line.startswith("- ") for line in lines)
 
 
+class GraphCommit(NamedTuple):
+    tree: str
+    parents: tuple[str, ...]
+
+
+def commit_graph(git: Git, include: Iterable[str], exclude: Iterable[str]
+                 ) -> dict[str, GraphCommit]:
+    """Every commit reachable from `include` and not from `exclude`, newest first, with
+    its tree and parents: one `rev-list` (revisions on its stdin, so any number fits)."""
+    revs = "".join(f"{c}\n" for c in dict.fromkeys(include))
+    revs += "".join(f"^{c}\n" for c in dict.fromkeys(exclude))
+    out = git.out("rev-list", "--format=%H %T %P", "--stdin", input=revs)
+    graph: dict[str, GraphCommit] = {}
+    for line in out.splitlines():
+        if line and not line.startswith("commit "):
+            oid, tree, *parents = line.split()
+            graph[oid] = GraphCommit(tree, tuple(parents))
+    return graph
+
+
+def octopus_base(git: Git, commits: Sequence[str]) -> str | None:
+    """A common ancestor of all `commits` (`merge-base --octopus`); None when none."""
+    result = git.run("merge-base", "--octopus", *commits, check=False)
+    if result.returncode not in (0, 1):
+        raise GitFailed(f"git merge-base failed: {first_line(result.stderr)}")
+    return result.stdout.split()[0] if result.stdout.split() else None
+
+
+def patches(git: Git, diffs: Sequence[tuple[str, str | None]]) -> list[str]:
+    """The patch of each (commit, base): `base` to `commit`, or `commit` against its only
+    parent when `base` is None; all in one `diff-tree --stdin`. Plumbing: no external diff,
+    no textconv, no renames; binary changes in full, so that two different binary edits
+    never give the same patch."""
+    if not diffs:
+        return []
+    lines = "".join(f"{commit} {base}\n" if base else f"{commit}\n" for commit, base in diffs)
+    out = git.out("diff-tree", "--stdin", "-p", "--always", "--binary", "--no-ext-diff",
+                  "--no-textconv", "--no-renames", "--no-color", "-r", input=lines)
+    # Each diff starts with a line holding just its commit id (--always: even when empty).
+    # No line of a patch can be a bare 40/64-hex id: patch lines start with a marker,
+    # binary data lines have a length character before a multiple of five characters.
+    found: list[str] = []
+    start = 0
+    for i, (commit, _base) in enumerate(diffs):
+        header = f"{commit}\n"
+        if not out.startswith(header, start):
+            raise GitFailed("git diff-tree --stdin gave its diffs out of order")
+        start += len(header)
+        end = len(out)
+        if i + 1 < len(diffs):
+            following = f"{diffs[i + 1][0]}\n"
+            end = start if out.startswith(following, start) else out.find(f"\n{following}",
+                                                                           start) + 1
+            if end <= 0:
+                raise GitFailed("git diff-tree --stdin gave fewer diffs than asked")
+        found.append(out[start:end])
+        start = end
+    return found
+
+
+def patch_ids(git: Git, texts: Sequence[str]) -> list[str | None]:
+    """`git patch-id --stable` of each patch, in one process; None for an empty patch."""
+    wanted = [i for i, text in enumerate(texts) if text.strip()]
+    feed = "".join(f"{i:040x}\n{texts[i]}" for i in wanted)
+    found: list[str | None] = [None] * len(texts)
+    if not feed:
+        return found
+    for line in git.out("patch-id", "--stable", input=feed).splitlines():
+        pid, _, index = line.partition(" ")
+        found[int(index, 16)] = pid
+    return found
+
+
 def commit_as_user(git: Git, tree: str, parents: Sequence[str], message: str,
                    author: dict[str, str] | None = None) -> str:
     """A commit with the user's identity (or `author`'s GIT_AUTHOR_* variables)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from . import equivalence
 from . import git as g
 from . import target as _target
 
@@ -17,7 +18,8 @@ ANCESTOR = "ancestor"
 SAME_TREE = "same_tree"
 NO_ADDED_CHANGES = "no_added_changes"
 PATCH_EQUIVALENT = "patch_equivalent"
-REASONS = (SAME_COMMIT, ANCESTOR, SAME_TREE, NO_ADDED_CHANGES, PATCH_EQUIVALENT)
+SQUASHED = "squashed"
+REASONS = (SAME_COMMIT, ANCESTOR, SAME_TREE, NO_ADDED_CHANGES, PATCH_EQUIVALENT, SQUASHED)
 
 
 class Tips(NamedTuple):
@@ -27,10 +29,18 @@ class Tips(NamedTuple):
     commits: tuple[str, ...]  # T's tip, then `<remote>/T`'s when it differs
     trees: tuple[str, ...]  # the tree of each, in the same order
     merge_drivers: tuple[str, ...]  # the repository's own, neutralised in merges
+    # `<remote>/T` is an ancestor of T: whatever it contains, T contains
+    remote_in_target: bool = False
 
     @property
     def branch(self) -> str:
         return self.target.branch
+
+    @property
+    def history_tips(self) -> tuple[str, ...]:
+        """The tips whose history is worth searching: `<remote>/T` only when T lacks some
+        of it (an ancestor of T adds no commit, so no ancestor or patch to find)."""
+        return self.commits[:1] if self.remote_in_target else self.commits
 
 
 def read_tips(git: g.Git, into: str | None = None) -> Tips | None:
@@ -40,7 +50,8 @@ def read_tips(git: g.Git, into: str | None = None) -> Tips | None:
         return None
     commits = tuple(found.tips())
     trees = tuple(git.out("rev-parse", *(f"{c}^{{tree}}" for c in commits)).split())
-    return Tips(found, commits, trees, g.repo_merge_drivers(git))
+    contained = len(commits) > 1 and g.is_ancestor(git, commits[1], commits[0])
+    return Tips(found, commits, trees, g.repo_merge_drivers(git), contained)
 
 
 class Integration(NamedTuple):
@@ -65,7 +76,7 @@ def cheap_check(git: g.Git, head: str, tips: Tips,
     behind, own = counts or g.left_right_counts(git, tips.commits[0], head)
     if head in tips.commits:
         return Integration(tips.branch, behind, SAME_COMMIT)
-    if own == 0 or any(g.is_ancestor(git, head, tip) for tip in tips.commits[1:]):
+    if own == 0 or any(g.is_ancestor(git, head, tip) for tip in tips.history_tips[1:]):
         return Integration(tips.branch, behind, ANCESTOR)
     return behind
 
@@ -73,7 +84,8 @@ def cheap_check(git: g.Git, head: str, tips: Tips,
 def finish_checks(git: g.Git, undecided: list[tuple[str, int]], tips: Tips
                   ) -> list[Integration]:
     """The expensive reasons for many (head, behind) of one repository: one `cat-file` for
-    all trees, one `merge-tree --stdin` for all merges, then `git cherry` for what is left."""
+    all trees, one `merge-tree --stdin` for all merges, then patch ids for what is left
+    (`equivalence`: a few processes per tip, however many heads)."""
     reasons: list[str | None] = [None] * len(undecided)
     heads = [head for head, _behind in undecided]
     for i, tree in enumerate(g.trees_of(git, heads)):
@@ -88,21 +100,19 @@ def finish_checks(git: g.Git, undecided: list[tuple[str, int]], tips: Tips
             if next(merged).tree == tree and reasons[i] is None:
                 reasons[i] = NO_ADDED_CHANGES
     left = [i for i, reason in enumerate(reasons) if reason is None]
-    found = g.map_parallel(lambda i: _patch_equivalent(git, heads[i], undecided[i][1], tips),
-                           left)
-    for i, equivalent in zip(left, found, strict=True):
-        reasons[i] = PATCH_EQUIVALENT if equivalent else None
+    found = [equivalence.NOTHING] * len(left)
+    for n, tip in enumerate(tips.history_tips):
+        # T's tip: only heads lacking some of T's commits can have an equivalent in them
+        asked = [k for k, i in enumerate(left) if n > 0 or undecided[i][1] > 0]
+        answers = equivalence.against(merging, [heads[left[k]] for k in asked], tip)
+        for k, answer in zip(asked, answers, strict=True):
+            found[k] = equivalence.Found(found[k].patch_equivalent or answer.patch_equivalent,
+                                         found[k].squashed or answer.squashed)
+    for i, answer in zip(left, found, strict=True):
+        reasons[i] = (PATCH_EQUIVALENT if answer.patch_equivalent
+                      else SQUASHED if answer.squashed else None)
     return [Integration(tips.branch, behind, reason)
             for (_head, behind), reason in zip(undecided, reasons, strict=True)]
-
-
-def _patch_equivalent(git: g.Git, head: str, behind: int, tips: Tips) -> bool:
-    for i, tip in enumerate(tips.commits):
-        if i == 0 and behind == 0:
-            continue  # T has nothing HEAD lacks: no commit of T can be equivalent
-        if g.cherry_all_equivalent(git, tip, head):
-            return True
-    return False
 
 
 def integrated(git: g.Git, head: str, into: str | None = None) -> str | None:

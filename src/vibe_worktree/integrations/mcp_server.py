@@ -264,7 +264,8 @@ DESCRIPTIONS = {
         "Each: {name, branch, path, bucket, repo_root, base_commit, branch_created, "
         "claimed_at, state, held, holders, changes, ahead, clean, target, behind, integrated, "
         "safe_to_remove}; `integrated` says why its commits are already in the target branch "
-        "(same_commit, ancestor, same_tree, no_added_changes, patch_equivalent) or is null; "
+        "(same_commit, ancestor, same_tree, no_added_changes, patch_equivalent, squashed) or "
+        "is null; "
         "`safe_to_remove` is true when removing it loses nothing. `status: false` skips git "
         "status (those fields are then null)."
     ),
