@@ -353,7 +353,7 @@ class Worktrees:
 
             plan = _carry.prepare(self.cwd, name, branch, from_ref)
             from_ref, dirs = plan.start, ()
-        fill = plan.fill if plan else None
+        fill = (plan.fill_and_save if move else plan.fill) if plan else None
         if name is not None:
             created = _create.create_named(self.root, self.cwd, name, branch, from_ref, fetch,
                                            self._output, dirs, fill)

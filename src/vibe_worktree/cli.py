@@ -20,7 +20,9 @@ from .core.errors import (
     EXIT_NEEDS_CONFIRMATION,
     EXIT_OK,
     EXIT_USAGE,
+    DiskFull,
     VwtError,
+    disk_is_full,
 )
 
 TYPE_CHECKING = False  # `typing` is slow to import; mypy treats this as True
@@ -49,7 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_ERROR
     except OSError as exc:
-        _error(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
+        if disk_is_full(exc):
+            _error(DiskFull(f"writing {exc.filename}" if exc.filename else None).message)
+        else:
+            _error(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
         return EXIT_ERROR
 
 

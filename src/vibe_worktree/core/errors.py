@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -50,3 +52,35 @@ class ValidationFailed(VwtError):
 
 class HeldError(VwtError):
     exit_code = EXIT_HELD
+
+
+class DiskFull(VwtError):
+    """The disk (or the user's quota) has no room left for what we or git had to write."""
+
+    def __init__(self, detail: str | None = None) -> None:
+        where = f" ({detail})" if detail else ""
+        super().__init__(f"the disk is full: No space left on device{where}; free some space, "
+                         "then run `vwt prune` and try again")
+
+
+# What git says when a write failed for want of space. git's own words are not all tied to
+# ENOSPC ("unable to write file", "write error" are what it prints when a write came up
+# short), so they count only together with no sign of another cause.
+_DISK_FULL_WORDS = ("no space left on device", "disk quota exceeded", "out of diskspace",
+                    "unable to write file", "write error", "short write", "couldn't write",
+                    "unable to write new index file", "unable to write loose object")
+_OTHER_CAUSES = ("permission denied", "read-only file system", "broken pipe")
+
+
+def says_disk_full(text: str) -> bool:
+    """git's (or another program's) error text says a write failed for want of space."""
+    lowered = text.lower()
+    if "no space left on device" in lowered or "disk quota exceeded" in lowered:
+        return True
+    return any(w in lowered for w in _DISK_FULL_WORDS) and not any(
+        c in lowered for c in _OTHER_CAUSES)
+
+
+def disk_is_full(exc: BaseException) -> bool:
+    """An OSError of a write that found no space (ENOSPC, or EDQUOT: the quota is full)."""
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from typing import NamedTuple
 
-from .errors import GitFailed, NotARepository, VwtError
+from .errors import DiskFull, GitFailed, NotARepository, VwtError, says_disk_full
 from .processes import Finished, Process, TimedOut, find_program
 
 TYPE_CHECKING = False
@@ -108,9 +108,16 @@ class Git(NamedTuple):
                              capture_stderr=not show_progress)
         result = finish(process, timeout)
         if check and result.returncode != 0:
-            why = first_line(result.stderr) if not show_progress else "see git's message above"
-            raise GitFailed(f"git {args[0]} failed: {why}")
+            raise self.failure(args, result.stderr if not show_progress else None)
         return result
+
+    def failure(self, args: Sequence[str], stderr: str | None) -> VwtError:
+        """The error to raise for a git command that failed: DiskFull when git ran out of
+        space, else GitFailed with its first error line (`stderr` None: git printed it)."""
+        if stderr is not None and says_disk_full(stderr):
+            return DiskFull(f"writing in {self.cwd}")
+        why = first_line(stderr) if stderr is not None else "see git's message above"
+        return GitFailed(f"git {_subcommand(args)} failed: {why}")
 
     def start(self, *args: str, env: dict[str, str] | None = None, input: str | None = None,
               new_session: bool = False, capture_stderr: bool = True) -> Process:
@@ -132,6 +139,17 @@ class Git(NamedTuple):
 
     def ok(self, *args: str) -> bool:
         return self.run(*args, check=False).returncode == 0
+
+
+def _subcommand(args: Sequence[str]) -> str:
+    """`worktree` of `-c key=value ... worktree add ...`: what a person calls the command."""
+    words = iter(args)
+    for word in words:
+        if word == "-c":
+            next(words, None)
+        else:
+            return word
+    return "(no command)"
 
 
 def first_line(text: str) -> str:
@@ -201,7 +219,7 @@ def probe(cwd: str, branch_patterns: Sequence[str], from_ref: str | None) -> Pro
     if head_file is None:
         info, head = _info_and_head(git, rest.pop(0))  # NotARepository first
     if refs.returncode != 0:  # such as a repository git refuses (safe.directory)
-        raise GitFailed(f"git for-each-ref failed: {first_line(refs.stderr)}")
+        raise git.failure(["for-each-ref"], refs.stderr)
     branches, remote_heads = parse_refs(refs.stdout)
     if head_file is not None:
         head = branches.get(head_file) if head_file.startswith("refs/") else head_file
@@ -367,7 +385,7 @@ def worktree_list(git: Git) -> list[dict[str, str]]:
         if result.returncode == 0:
             break
         if attempt == LIST_RETRIES or not met_a_worktree_being_added(result.stderr):
-            raise GitFailed(f"git worktree failed: {first_line(result.stderr)}")
+            raise git.failure(["worktree"], result.stderr)
         import time
 
         time.sleep(0.02 * (attempt + 1))
@@ -788,7 +806,7 @@ def merge_tree(git: Git, ours: str, theirs: str) -> MergedTree:
     args = ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages"]
     result = git.run(*args, ours, theirs, check=False)
     if result.returncode not in (0, 1):
-        raise GitFailed(f"git merge-tree failed: {first_line(result.stderr)}")
+        raise git.failure(["merge-tree"], result.stderr)
     fields = result.stdout.split("\0")
     if result.returncode == 0:
         return MergedTree(fields[0].strip(), ())
@@ -816,7 +834,7 @@ def merge_trees(git: Git, pairs: Sequence[tuple[str, str]]) -> list[MergedTree]:
     result = git.run("merge-tree", "--stdin", "-z", "--name-only", "--no-messages",
                      input="".join(f"{ours} {theirs}\n" for ours, theirs in pairs), check=False)
     if result.returncode not in (0, 1):
-        raise GitFailed(f"git merge-tree failed: {first_line(result.stderr)}")
+        raise git.failure(["merge-tree"], result.stderr)
     found = []
     for record in result.stdout.split("\0\0")[:len(pairs)]:
         clean, tree, *paths = record.lstrip("\0").split("\0")
@@ -984,15 +1002,23 @@ def move_checkout_check(git: Git, old: str, new: str) -> str | None:
     overwrite local changes, untracked files in the way included; None when it would not.
     Nothing is written but git's stat refresh of the index."""
     git.run("update-index", "-q", "--refresh", check=False)
-    result = git.run("read-tree", "-m", "-u", "-n", old, new, check=False)
-    return None if result.returncode == 0 else first_line(result.stderr)
+    return _checkout_problem(git, git.run("read-tree", "-m", "-u", "-n", old, new, check=False))
 
 
 def move_checkout(git: Git, old: str, new: str) -> str | None:
     """Two-tree merge of index and files from `old` to `new`, keeping unrelated local
     changes; the error line, or None."""
-    result = git.run("read-tree", "-m", "-u", old, new, check=False)
-    return None if result.returncode == 0 else first_line(result.stderr)
+    return _checkout_problem(git, git.run("read-tree", "-m", "-u", old, new, check=False))
+
+
+def _checkout_problem(git: Git, result: Finished) -> str | None:
+    """git's reason a checkout cannot move, or None; a full disk is not such a reason, but
+    an error of its own (the checkout has no local changes in the way)."""
+    if result.returncode == 0:
+        return None
+    if says_disk_full(result.stderr):
+        raise git.failure(["read-tree"], result.stderr)
+    return first_line(result.stderr)
 
 
 def reset_keep(git: Git, commit: str) -> None:
@@ -1102,7 +1128,7 @@ def merge_base(git: Git, a: str, b: str) -> str | None:
     if result.returncode == 1:
         return None
     if result.returncode != 0:
-        raise GitFailed(f"git merge-base failed: {first_line(result.stderr)}")
+        raise git.failure(["merge-base"], result.stderr)
     return result.stdout.strip() or None
 
 
@@ -1148,3 +1174,93 @@ def _merged_records(out: str) -> list[MergedTree | str]:
         i = j + 1
     return records
 
+
+
+GITLINK = "160000"
+
+
+def tree_entries(git: Git, tree: str) -> dict[str, tuple[str, str]]:
+    """path -> (mode, object id) of every entry of `tree`, recursively."""
+    out = git.out("ls-tree", "-r", "-z", "--full-tree", tree)
+    found = {}
+    for line in out.split("\0"):
+        if line:
+            meta, _, path = line.partition("\t")
+            mode, _kind, oid = meta.split(" ")
+            found[path] = (mode, oid)
+    return found
+
+
+def blob_contents(git: Git, oids: Sequence[str]) -> dict[str, bytes]:
+    """The contents of blobs, by one `git cat-file --batch`."""
+    wanted = list(dict.fromkeys(oids))
+    if not wanted:
+        return {}
+    out = git.out("cat-file", "--batch", input="".join(f"{o}\n" for o in wanted)).encode(
+        "utf-8", "surrogateescape")  # the bytes, as git wrote them
+    found: dict[str, bytes] = {}
+    at = 0
+    for oid in wanted:
+        header_end = out.index(b"\n", at)
+        size = int(out[at:header_end].split(b" ")[2])
+        found[oid] = out[header_end + 1:header_end + 1 + size]
+        at = header_end + 1 + size + 1
+    return found
+
+
+def undo_checkout_move(git: Git, old: str, new: str) -> list[str]:
+    """Put a checkout back at `old` after moving it to `new` failed part-way (a full disk
+    stopped `read-tree -m -u` or `reset --keep`): its index and HEAD still say `old`, but
+    some files may hold `new`'s version, whole or cut short. Each such file is put back as
+    `old` has it (or removed, when `old` has none); a file holding anything else is left
+    alone. Returns the paths left alone."""
+    paths = changed_paths(git, old, new)
+    if not paths:
+        return []
+    before, after = tree_entries(git, old), tree_entries(git, new)
+    contents = blob_contents(git, [after[p][1] for p in paths
+                                   if p in after and after[p][0] != GITLINK])
+    back, left = [], []
+    for path in paths:
+        current = _file_bytes(os.path.join(git.cwd, path))
+        wanted = after.get(path)
+        written_by_the_move = current is None or (
+            isinstance(current, bytes) and wanted is not None and wanted[0] != GITLINK
+            and contents[wanted[1]].startswith(current))
+        if not written_by_the_move:
+            left.append(path)
+        elif path in before:
+            back.append(path)
+        elif current is not None:
+            os.unlink(os.path.join(git.cwd, path))
+            _remove_empty_parents(git.cwd, path)
+    if back:
+        git.run("checkout-index", "-f", "-z", "--stdin", input="".join(f"{p}\0" for p in back))
+    return left
+
+
+def _file_bytes(path: str) -> bytes | bool | None:
+    """A file's bytes (a symlink's target), None when nothing is there, False for anything
+    else (a folder)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        return False
+    if stat.S_ISLNK(mode):
+        return os.fsencode(os.readlink(path))
+    if not stat.S_ISREG(mode):
+        return False
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def _remove_empty_parents(top: str, path: str) -> None:
+    folder = os.path.dirname(path)
+    while folder:
+        try:
+            os.rmdir(os.path.join(top, folder))
+        except OSError:
+            return
+        folder = os.path.dirname(folder)

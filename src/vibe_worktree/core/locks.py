@@ -13,7 +13,7 @@ import os
 import stat
 import time
 
-from .errors import HeldError, VwtError
+from .errors import HeldError, VwtError, disk_is_full
 from .layout import Claim, Root, ensure_dir, first_planted, rmdir_if_empty, unlink_if_exists
 from .names import path_segment_problem
 
@@ -287,7 +287,13 @@ def _create_holder_file(claim: Claim, holder_id: str) -> Holder:
     if not _try_flock(fd):  # pragma: no cover - O_EXCL made it ours
         os.close(fd)
         raise HeldError(f"could not lock holder {holder_id} of {claim.name}")
-    os.write(fd, f'{{"pid": {os.getpid()}, "tool": "vwt"}}\n'.encode())
+    try:
+        os.write(fd, f'{{"pid": {os.getpid()}, "tool": "vwt"}}\n'.encode())
+    except OSError as exc:  # the words are for a person; the lock alone makes the holder
+        if not disk_is_full(exc):  # live, and a full disk must not stop a removal freeing it
+            os.close(fd)
+            os.unlink(path)
+            raise
     return Holder(claim, holder_id, fd)
 
 

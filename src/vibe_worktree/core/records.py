@@ -13,6 +13,7 @@ import time
 from functools import cache
 from typing import NamedTuple
 
+from .files import write_atomically
 from .names import path_segment_problem
 
 TYPE_CHECKING = False  # `typing` is slow to import; mypy treats this as True
@@ -331,21 +332,9 @@ def read_recovery(path: str, expected_name: str) -> Recovery:
 
 
 def write_json_atomically(path: str, data: dict[str, Any]) -> None:
-    """Temp file in the same folder, fsync, rename: readers see the old or the new file."""
-    folder = os.path.dirname(path)
-    temp = os.path.join(folder, f".{os.path.basename(path)}.{os.urandom(6).hex()}.tmp")
+    """2-space JSON, mode 0600, through `files.write_atomically`: never left half written."""
     payload = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        os.write(fd, payload)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
-        os.replace(temp, path)
-    except BaseException:
-        os.unlink(temp)
-        raise
+    write_atomically(path, payload)
 
 
 def write_record(path: str, record: Record) -> None:

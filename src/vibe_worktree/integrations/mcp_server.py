@@ -21,7 +21,7 @@ import threading
 from typing import Any
 
 from ..api import Worktrees
-from ..core.errors import VwtError
+from ..core.errors import DiskFull, VwtError, disk_is_full
 from ..core.locks import Holder, new_holder_id
 
 INSTRUCTIONS = (
@@ -117,6 +117,11 @@ def _call(action: Any) -> Any:
         return action()
     except VwtError as exc:
         raise _tool_error(f"{exc.message} (exit {exc.exit_code})") from None
+    except OSError as exc:
+        if not disk_is_full(exc):
+            raise
+        raise _tool_error(f"{DiskFull(exc.filename and f'writing {exc.filename}').message} "
+                          "(exit 1)") from None
 
 
 def _remove(session: Session, name: str, confirm: bool, delete_branch: bool,

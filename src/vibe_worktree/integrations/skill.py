@@ -41,6 +41,8 @@ def default_target(agent: str, vibe_home: str) -> str:
 
 def install(target_dir: str) -> Installed:
     """Write SKILL.md into `target_dir` atomically (our own file: an older one is replaced)."""
+    from ..core.files import write_atomically
+
     text = skill_text()
     path = os.path.abspath(os.path.join(os.path.expanduser(target_dir), SKILL_FILE))
     try:
@@ -50,8 +52,5 @@ def install(target_dir: str) -> Installed:
     except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
         pass
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    temp = f"{path}.{os.getpid()}.tmp"
-    with open(temp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(temp, path)
+    write_atomically(path, text.encode("utf-8"), 0o644)
     return Installed(path, True)

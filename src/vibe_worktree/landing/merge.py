@@ -297,7 +297,12 @@ def _update_target(target: Target, tips: Tips, old: str, new: str,
                               f"{name} again)")
     checkpoint("merge.target_updated")
     if checkout_git is not None:
-        problem = g.move_checkout(checkout_git, old, new)
+        try:
+            problem = g.move_checkout(checkout_git, old, new)
+        except VwtError:  # the disk filled up: files back first (frees space), then T
+            g.undo_checkout_move(checkout_git, old, new)
+            g.compare_and_swap(repo_git, tips.target.ref, old, new, f"vwt merge {name}: undo")
+            raise
         if problem:  # its files changed since the check: put T back, as if never moved
             g.compare_and_swap(repo_git, tips.target.ref, old, new, f"vwt merge {name}: undo")
             return TARGET_DIRTY, (f"{branch} is checked out at {where} with local changes the "

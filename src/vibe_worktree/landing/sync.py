@@ -129,7 +129,11 @@ def _sync_held(claim: Claim, target: Target, tips: Tips, base_commit: str | None
         return result._replace(outcome=CONFLICT, conflicts=landed.conflicts, message=(
             f"{claim.name} conflicts with {name} in {len(landed.conflicts)} file(s); "
             f"nothing changed; {resolve_hint(claim.name, onto_branch)}"))
-    g.reset_keep(git, landed.commit)
+    try:
+        g.reset_keep(git, landed.commit)
+    except VwtError:  # a full disk stopped it part-way: the checkout goes back to `head`
+        g.undo_checkout_move(git, head, landed.commit)
+        raise
     write_record(target.claim.record_path, target.record.with_base(onto))
     return result._replace(outcome=SYNCED, head=landed.commit)
 

@@ -74,6 +74,14 @@ class Plan(NamedTuple):
         git.run("read-tree", "-m", self.index_tree)  # keeps the stat data of equal entries
         checkpoint("carry.filled")
 
+    def fill_and_save(self, checkout: str) -> None:
+        """`fill`, then, for `--move`, save the work to `refs/vibe/carried/<name>` while the
+        new worktree is still being made: a failure there (a full disk) undoes the creation,
+        and the same command run again starts afresh."""
+        self.fill(checkout)
+        if self.captured.files:
+            save(self.captured, os.path.basename(checkout))
+
 
 def open_source(cwd: str) -> Source:
     git = g.Git(cwd)
@@ -104,7 +112,7 @@ def _index_tree(source: Source) -> str:
         raise VwtError(f"{source.checkout.path} has unresolved conflicts; resolve them (or "
                        "commit) before carrying its changes")
     if result.returncode != 0:
-        raise GitFailed(f"git write-tree failed: {g.first_line(result.stderr)}")
+        raise source.git.failure(["write-tree"], result.stderr)
     return result.stdout.strip()
 
 
@@ -214,7 +222,7 @@ def finish(chosen: Plan, created: Created, move: bool, warn: Warn) -> Created:
         return created._replace(carried=Carried((), move, None))
     if not move:
         return created._replace(carried=Carried(captured.files, False, None))
-    ref = save(captured, created.name)
+    ref = f"{CARRIED_PREFIX}{created.name}"  # saved by `Plan.fill_and_save`
     checkpoint("move.saved")
     left = take_out(captured)
     if left:
@@ -261,10 +269,10 @@ def _revert(captured: Captured, paths: Sequence[str]) -> list[str]:
     alone after all."""
     git = captured.source.git
     top = captured.source.checkout.path
-    carried = _entries(git, captured.work_tree)
-    head = _entries(git, captured.head)
-    contents = _blob_contents(git, [head[p][1] for p in paths if p in head
-                                    and head[p][0] != GITLINK])
+    carried = g.tree_entries(git, captured.work_tree)
+    head = g.tree_entries(git, captured.head)
+    contents = g.blob_contents(git, [head[p][1] for p in paths if p in head
+                                    and head[p][0] != g.GITLINK])
     left: list[str] = []
     done: list[str] = []
     # files HEAD lacks first: a folder that replaced a file must go before the file is back
@@ -273,7 +281,7 @@ def _revert(captured: Captured, paths: Sequence[str]) -> list[str]:
             left.append(path)
             continue
         wanted = head.get(path)
-        if wanted is not None and wanted[0] != GITLINK and not _put_in_place(
+        if wanted is not None and wanted[0] != g.GITLINK and not _put_in_place(
                 top, path, wanted[0], contents[wanted[1]]):
             left.append(path)  # a file appeared there meanwhile: it stays
             continue
@@ -284,38 +292,6 @@ def _revert(captured: Captured, paths: Sequence[str]) -> list[str]:
                 input="".join(f"{p}\0" for p in done), env=_LITERAL)
     checkpoint("move.unstaged")
     return left
-
-
-GITLINK = "160000"
-
-
-def _entries(git: g.Git, tree: str) -> dict[str, tuple[str, str]]:
-    """path -> (mode, object id) of every entry of `tree`, recursively."""
-    out = git.out("ls-tree", "-r", "-z", "--full-tree", tree)
-    found = {}
-    for line in out.split("\0"):
-        if line:
-            meta, _, path = line.partition("\t")
-            mode, _kind, oid = meta.split(" ")
-            found[path] = (mode, oid)
-    return found
-
-
-def _blob_contents(git: g.Git, oids: Sequence[str]) -> dict[str, bytes]:
-    """The contents of blobs, by one `git cat-file --batch`."""
-    wanted = list(dict.fromkeys(oids))
-    if not wanted:
-        return {}
-    out = git.out("cat-file", "--batch", input="".join(f"{o}\n" for o in wanted)).encode(
-        "utf-8", "surrogateescape")  # the bytes, as git wrote them
-    found: dict[str, bytes] = {}
-    at = 0
-    for oid in wanted:
-        header_end = out.index(b"\n", at)
-        size = int(out[at:header_end].split(b" ")[2])
-        found[oid] = out[header_end + 1:header_end + 1 + size]
-        at = header_end + 1 + size + 1
-    return found
 
 
 def _take_aside(top: str, path: str, carried: tuple[str, str] | None) -> bool:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ..core import git as g
-from ..core.errors import GitFailed, NotFound, ValidationFailed, VwtError
+from ..core.errors import DiskFull, GitFailed, NotFound, ValidationFailed, VwtError, says_disk_full
 from ..core.faults import checkpoint
 from ..core.layout import Claim, Root, ensure_dir, is_empty_dir, rmdir_if_empty, unlink_if_exists
 from ..core.locks import STARTING, Holder, acquire_holder, prune_lock, wait_for_holder_release
@@ -119,15 +119,30 @@ def _finish(
 ) -> Created:
     with _Reserved(claim, starting):
         checkpoint("new.reserved")
-        _add_worktree(repo, claim, record.branch, start, out, record.sparse)
-        checkpoint("new.added")
-        if fill is not None:
-            fill(claim.checkout)
-        _copy_included(repo, claim, out)
-        final = record.with_base(start.commit)
-        write_record(claim.record_path, final)
+        try:
+            _add_worktree(repo, claim, record.branch, start, out, record.sparse)
+            checkpoint("new.added")
+            if fill is not None:
+                fill(claim.checkout)
+            _copy_included(repo, claim, out)
+            final = record.with_base(start.commit)
+            write_record(claim.record_path, final)
+        except BaseException:
+            _roll_back(repo, claim, record.branch, start)
+            raise
         checkpoint("new.recorded")
     return _created(repo, final, True)
+
+
+def _roll_back(repo: Repo, claim: Claim, branch: str, start: Start) -> None:
+    """Undo a creation that failed (a full disk): the fresh checkout holds nothing anyone
+    wrote (carried work is still in its source), so it goes with its admin entry, and so
+    does the branch when this creation made it (git leaves it behind when `worktree add`
+    fails), so that the same command run again starts from scratch."""
+    if _has_git_file(claim):
+        g.worktree_remove_entry(repo.git, claim.checkout)
+    if start.create_branch and g.branch_checked_out_elsewhere(repo.git, branch) is None:
+        g.delete_branch(repo.git, branch, expected=start.commit)
 
 
 class _Reserved:
@@ -230,6 +245,8 @@ def remote_default_commit(git: g.Git, probe: g.Probe, fetch: bool, out: Output) 
     if fetch:
         problem = g.fetch_branch(g.Git(git.cwd, housekeeping=False), remote, branch,
                                  g.FETCH_TIMEOUT, progress=out.progress)
+        if problem and says_disk_full(problem):  # nothing more will fit either
+            raise DiskFull(f"fetching {remote}/{branch}")
         if problem:
             out.warn(f"{problem}; using the last known {remote}/{branch}")
     commit = g.commit_of(git, f"refs/remotes/{remote}/{branch}")

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ..core.errors import HeldError, InvalidName, VwtError
+from ..core.errors import DiskFull, HeldError, InvalidName, VwtError
 from ..core.faults import checkpoint
 from ..core.git import commit_of, head_commit, map_parallel, update_refs
 from ..core.layout import Root, is_empty_dir, unlink_if_exists
@@ -429,6 +429,8 @@ def _save(entry: Entry, cache: dict[str, tuple[str, ...]]) -> _Saved | str:
         return _Saved(doomed._replace(snapshot_ref=entry.claim.snapshot_ref), commit)
     except MissingAdmin:
         return ORPHAN_REASON
+    except DiskFull:  # stop: nothing else can be saved either, so nothing more goes
+        raise
     except VwtError as exc:
         return str(exc)
 

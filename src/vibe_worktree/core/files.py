@@ -1,0 +1,60 @@
+"""Writing our own state files so that a full disk or a crash never leaves one half written,
+and copying an index so that git still sees which of its entries it cannot trust."""
+
+from __future__ import annotations
+
+import os
+
+
+def write_atomically(path: str, payload: bytes, mode: int = 0o600) -> None:
+    """Replace `path` with `payload`: a temporary file in the same folder, written in full,
+    fsync-ed, renamed over `path`, then the folder fsync-ed. Readers see the old file or the
+    new one, never a part; on any failure (a full disk) the temporary file is removed and the
+    old file stays as it was."""
+    folder = os.path.dirname(path) or "."
+    temp = os.path.join(folder, f".{os.path.basename(path)}.{os.urandom(6).hex()}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    try:
+        try:
+            view = memoryview(payload)
+            while view:  # a write may take less than it was given
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except FileNotFoundError:
+            pass
+        raise
+    fsync_folder(folder)
+
+
+def fsync_folder(folder: str) -> None:
+    """Make a rename or a new name in `folder` durable (a crash after it keeps it)."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def copy_index(source: str, dest: str) -> bool:
+    """Copy a git index keeping its mtime; False when there is no index to copy.
+
+    git trusts an index entry's cached stat data unless the file's mtime is not older than
+    the index's own ("racily clean": a file rewritten with the same size within the same
+    clock tick). A copy with a fresh mtime would make git trust such a stale entry and miss
+    the change, so every copy of an index goes through here.
+    """
+    import shutil
+
+    try:
+        shutil.copy2(source, dest)
+    except FileNotFoundError:
+        if os.path.exists(source):
+            raise
+        return False
+    return True
