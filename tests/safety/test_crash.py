@@ -71,7 +71,8 @@ def test_new_crash_then_retry_succeeds(repo: GitRepo, step: str) -> None:
     retry = repo.ok("new", "feat", "--json")
     data = retry.json()
     assert data["branch"] == "feat" and Path(data["path"]).is_dir()
-    assert data["created"] is (step == "new.reserved")
+    # a dead creator's clean checkout is made again (a half-copied include may be in it)
+    assert data["created"] is (step != "new.recorded")
     repo.ok("prune")
     check_state(repo)
 

@@ -1087,6 +1087,13 @@ def delete_branch(git: Git, branch: str, expected: str | None = None) -> bool:
     return git.ok(*args)
 
 
+def contained_elsewhere(git: Git, commit: str, but: str) -> bool:
+    """Some branch, tag or remote-tracking branch other than the ref `but` contains `commit`."""
+    out = git.out("for-each-ref", f"--contains={commit}", "--format=%(refname)",
+                  "refs/heads/", "refs/tags/", "refs/remotes/")
+    return any(ref != but for ref in out.split())
+
+
 def worktree_remove_entry(git: Git, path: str) -> bool:
     """Unregister a worktree whose checkout was already moved away."""
     return git.ok("worktree", "remove", "--force", "--force", path)

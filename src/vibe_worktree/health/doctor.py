@@ -47,6 +47,7 @@ STRAY_BRANCH = "stray_branch"
 STRAY_SNAPSHOT = "stray_snapshot"
 ORPHANED_REPOSITORY = "orphaned_repository"
 REPOSITORY_MOVED = "repository_moved"
+UNFINISHED_CHECKOUT = "unfinished_checkout"  # git never finished writing a recorded checkout
 
 ARCHIVE_FIX = ("vwt doctor --archive-orphans (if the repository was moved, run "
                "vwt doctor --relocate inside it instead)")
@@ -191,6 +192,11 @@ def _entry_problems(entry: Entry, moved: dict[tuple[str, str], str]) -> list[Pro
     if entry.state == MISSING:
         return [Problem(MISSING_CHECKOUT, claim.bucket, claim.name, claim.checkout,
                         "the record's checkout is gone", "vwt prune")]
+    if entry.state == READY:
+        why = _unfinished(claim)
+        if why:
+            return [Problem(UNFINISHED_CHECKOUT, claim.bucket, claim.name, claim.checkout,
+                            f"recorded as ready, but {why}", "vwt prune")]
     if entry.state == RESERVED and record is not None:
         try:
             age = time.time() - record.claimed_epoch()
@@ -201,6 +207,15 @@ def _entry_problems(entry: Entry, moved: dict[tuple[str, str], str]) -> list[Pro
                             f"a creation that stopped {int(age // 60)} minutes ago",
                             "vwt prune")]
     return []
+
+
+def _unfinished(claim: Claim) -> str | None:
+    from ..lifecycle.unfinished import unfinished
+
+    try:
+        return unfinished(validate_checkout(claim))
+    except VwtError:
+        return None
 
 
 # -- folders without records -------------------------------------------------------------------

@@ -22,6 +22,7 @@ from ..core.names import (
     validate_name,
 )
 from ..core.records import Record, utc_now, write_record
+from .unfinished import is_clean, tear_down, unfinished
 from .worktrees import (
     MISSING,
     RESERVED,
@@ -283,11 +284,12 @@ def create_named(
         outcome = _claim_or_reuse(repo, claim, branch, branch_given, branch_created)
         if isinstance(outcome, Created):
             return outcome
-        if isinstance(outcome, Holder):
-            start, dirs = _start_or_unreserve(repo, probe, claim, outcome, branch, from_ref,
-                                              fetch, out, sparse)
-            record = _new_record(repo, name, branch, start.create_branch, dirs)
-            return _finish(repo, claim, record, outcome, start, out, fill)
+        if isinstance(outcome, Reservation):
+            start, dirs = _start_or_unreserve(repo, probe, claim, outcome.starting, branch,
+                                              from_ref, fetch, out, sparse)
+            record = _new_record(repo, name, branch,
+                                 start.create_branch or outcome.branch_ours, dirs)
+            return _finish(repo, claim, record, outcome.starting, start, out, fill)
         # another process is creating it right now: wait, then look again
         if not wait_for_holder_release(claim, STARTING, STARTING_WAIT):
             raise VwtError(f"{name} is still being created by another process; try again later")
@@ -312,10 +314,15 @@ def _start_or_unreserve(
         raise
 
 
+class Reservation(NamedTuple):
+    starting: Holder  # the `.starting` hold of the creation
+    branch_ours: bool  # a dead creator's `git worktree add -b` made the branch
+
+
 def _claim_or_reuse(
     repo: Repo, claim: Claim, branch: str, branch_given: bool, branch_created: bool
-) -> Created | Holder | None:
-    """Under the prune lock: reuse (Created), reserve (Holder), or None to wait.
+) -> Created | Reservation | None:
+    """Under the prune lock: reuse (Created), reserve (Reservation), or None to wait.
 
     A managed NAME is reused on its recorded branch; only an explicit `--branch`
     that names another branch is an error.
@@ -329,7 +336,8 @@ def _claim_or_reuse(
                 )
             if os.path.isdir(claim.checkout) and not os.path.islink(claim.checkout):
                 os.rmdir(claim.checkout)  # an empty leftover of a crashed creation
-            return _reserve(claim, _new_record(repo, claim.name, branch, branch_created))
+            record = _new_record(repo, claim.name, branch, branch_created)
+            return Reservation(_reserve(claim, record), False)
         record = require_trusted(entry)
         if entry.state == RESERVED:
             return _resume_reservation(repo, claim, record)
@@ -341,27 +349,43 @@ def _claim_or_reuse(
             raise ValidationFailed(
                 f"{claim.name} exists on branch {record.branch}, not {branch}; pick another name"
             )
-        validate_for_reuse(claim, record, repo.info.common_dir)
+        problem = unfinished(validate_for_reuse(claim, record, repo.info.common_dir))
+        if problem:
+            raise ValidationFailed(f"{claim.checkout} is not whole ({problem}); "
+                                   "run vwt prune to repair it")
         return _created(repo, record, False)
 
 
-def _resume_reservation(repo: Repo, claim: Claim, record: Record) -> Created | Holder | None:
-    """A reservation without a base commit: in progress, or left by a crash."""
+def _resume_reservation(repo: Repo, claim: Claim, record: Record
+                        ) -> Created | Reservation | None:
+    """A reservation without a base commit: in progress, or left by a crash.
+
+    The dead creator's checkout was never handed out, so it holds only copies: what
+    git checked out, carried changes still in their source, included files. It is made
+    again from scratch, unless git finished it and it has changes (carried ones): those
+    are adopted as they are, so nothing is ever lost.
+    """
     try:
         starting = acquire_holder(claim, STARTING)
     except VwtError:
         return None  # a live creator holds `.starting`
-    if is_empty_dir(claim.checkout):
+    branch_ours = False
+    try:
+        if not is_empty_dir(claim.checkout):
+            checkout = validate_for_reuse(claim, record, repo.info.common_dir)
+            if unfinished(checkout, creator_gone=True) is None and not is_clean(checkout):
+                final = record.with_base(g.head_commit(checkout.git))
+                write_record(claim.record_path, final)
+                starting.release()
+                return _created(repo, final, False)
+            tear_down(claim, checkout)
+            branch_ours = record.branch_created  # git made it: it did not exist when reserved
         if not os.path.isdir(claim.checkout):
             os.mkdir(claim.checkout)
-        return starting
-    try:  # the crash came after `git worktree add`: adopt the checkout it made
-        checkout = validate_for_reuse(claim, record, repo.info.common_dir)
-        final = record.with_base(g.head_commit(checkout.git))
-        write_record(claim.record_path, final)
-    finally:
+    except BaseException:
         starting.release()
-    return _created(repo, final, False)
+        raise
+    return Reservation(starting, branch_ours)
 
 
 def create_auto(

@@ -44,6 +44,7 @@ from .remove import (
     target_for,
     tidy_claim_folders,
 )
+from .unfinished import drop_created_branch, finish_in_place, tear_down, unfinished
 from .worktrees import (
     BROKEN,
     MISSING,
@@ -195,6 +196,8 @@ def _settle_reservations(found: list[Entry], dry_run: bool, result: PruneResult,
         claim = entry.claim
         if entry.state == READY and entry.recovery is not None and not dry_run:
             _drop_stale_recovery(entry, warn)
+        if entry.state == READY and not dry_run:
+            _finish_unfinished(entry, warn)
         if entry.state != RESERVED or entry.record is None:
             continue
         if STARTING in _live(entry):
@@ -214,14 +217,56 @@ def _settle_reservations(found: list[Entry], dry_run: bool, result: PruneResult,
             else:
                 warn(f"{claim.name}: a restore was interrupted; finish it with: vwt restore "
                      f"{claim.name}")
-        elif not dry_run:
-            try:
-                checkout = validate_for_reuse(claim, entry.record, "")
-            except VwtError as exc:
-                warn(f"{claim.name}: interrupted creation left {claim.checkout}: {exc}")
-                continue
-            write_record(claim.record_path, entry.record.with_base(head_commit(checkout.git)))
-            warn(f"{claim.name}: finished an interrupted creation")
+        else:
+            _settle_interrupted_creation(entry, now, dry_run, result, warn)
+
+
+def _settle_interrupted_creation(entry: Entry, now: float, dry_run: bool, result: PruneResult,
+                                 warn: Warn) -> None:
+    """A dead creator's checkout: adopted when git finished it (Vibe's creations have no
+    other step); else, once the grace period is over, removed with its reservation (it was
+    never handed out, and git never finished writing it: it holds nothing of the user's)."""
+    assert entry.record is not None
+    claim = entry.claim
+    try:
+        checkout = validate_for_reuse(claim, entry.record, "")
+        if unfinished(checkout, creator_gone=True) is None:
+            if not dry_run:
+                write_record(claim.record_path,
+                             entry.record.with_base(head_commit(checkout.git)))
+                warn(f"{claim.name}: finished an interrupted creation")
+            return
+        if now - entry.record.claimed_epoch() < RESERVATION_GRACE:
+            return
+        if not dry_run:
+            tear_down(claim, checkout)
+            if entry.record.branch_created:
+                drop_created_branch(checkout, entry.record.branch)
+            drop_record_and_folders(claim)
+            tidy_claim_folders(claim)
+    except VwtError as exc:
+        warn(f"{claim.name}: interrupted creation left {claim.checkout}: {exc}")
+        return
+    result.reservations_discarded.append(_label(entry))
+
+
+def _finish_unfinished(entry: Entry, warn: Warn) -> None:
+    """A record that calls ready a checkout git never finished (an older vwt adopted it):
+    its lock goes and its index is read from HEAD; no file in it is touched."""
+    try:
+        checkout = validate_checkout(entry.claim)
+    except VwtError:
+        return
+    if unfinished(checkout) is None or _live(entry):
+        return
+    try:
+        finish_in_place(checkout)
+    except VwtError as exc:
+        warn(f"{entry.name}: {checkout.path} was never finished by git and could not be "
+             f"repaired: {exc}")
+        return
+    warn(f"{entry.name}: git never finished checking out {checkout.path}; its index is "
+         f"repaired, and `git checkout -- .` there brings back the files git did not write")
 
 
 def _undo_interrupted_restore(entry: Entry, warn: Warn) -> None:

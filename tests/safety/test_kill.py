@@ -1,0 +1,178 @@
+"""SIGKILL of vwt's whole process group in the middle of things, inside git included.
+
+`test_crash.py` stops vwt between its own steps (`VWT_CRASH_AT`). Here the kill comes
+from outside, as an agent host's would: vwt runs in a session of its own and the test
+kills the whole group (vwt and every git it started), either at a moment a git command
+is proven to be inside (a smudge filter that waits for the test), or at randomised
+moments spread over the command's measured duration. After each kill: nothing the user
+wrote is lost, one `vwt prune` repairs, `vwt doctor` is healthy, and the command run
+again succeeds (or reuses).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import VWT_BIN as VWT
+
+from .conftest import GitRepo, check_state
+
+pytestmark = pytest.mark.timeout(180)
+
+
+# ------------------------------------------------------------------------------- helpers
+def start(repo: GitRepo, *args: str) -> subprocess.Popen[str]:
+    """vwt in a session (and process group) of its own, as an agent host starts it."""
+    return subprocess.Popen([VWT, *args], cwd=repo.path, env=repo.sb.env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def kill_group(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL vwt and every git it started (they share its process group)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.communicate(timeout=30)
+    _wait_group_gone(proc.pid)
+
+
+def _wait_group_gone(pgid: int) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process group {pgid} survived SIGKILL")
+
+
+def wait_for(path: Path, proc: subprocess.Popen[str], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            raise AssertionError(f"vwt ended before {path.name} appeared:\n{out}\n{err}")
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.005)
+
+
+def stop_in_checkout(repo: GitRepo, files: int = 20) -> tuple[Path, Path]:
+    """A smudge filter (the user's own config, run as by `git worktree add` by hand) that
+    says when git is checking files out and then waits while the `gate` file exists:
+    a kill at that moment lands inside git's checkout."""
+    sb = repo.sb
+    marker, gate = sb.tmp / "inside-checkout", sb.tmp / "gate"
+    repo.commit("files", {**{f"f{i}.txt": f"{i}\n" for i in range(files)},
+                          "a.slow": "slow\n", ".gitattributes": "*.slow filter=slow\n"})
+    repo.git("config", "filter.slow.clean", "cat")
+    repo.git("config", "filter.slow.smudge",
+             f"sh -c 'touch {marker}; while [ -e {gate} ]; do sleep 0.02; done; cat'")
+    gate.write_text("")
+    return marker, gate
+
+
+def vwt_json(repo: GitRepo, *args: str) -> object:
+    return repo.ok(*args, "--json").json()
+
+
+def doctor_healthy(repo: GitRepo) -> None:
+    run = repo.vwt("doctor", "--json")
+    assert run.returncode == 0 and run.json()["healthy"], str(run)
+
+
+def state_of(repo: GitRepo, name: str) -> str | None:
+    for item in repo.ok("list", "--json").json():
+        if item["name"] == name:
+            return str(item["state"])
+    return None
+
+
+def tracked_files_present(repo: GitRepo, checkout: Path) -> None:
+    assert repo.git("status", "--porcelain", cwd=checkout) == "", "the checkout is not whole"
+    for rel in repo.git("ls-files", cwd=checkout).splitlines():
+        assert (checkout / rel).is_file(), f"{rel} is missing from {checkout}"
+    (checkout / "new.txt").write_text("new\n")
+    repo.git("add", "new.txt", cwd=checkout)  # git can write its index there
+
+
+def kill_inside_checkout(repo: GitRepo, *args: str) -> None:
+    marker, gate = stop_in_checkout(repo)
+    proc = start(repo, *args)
+    wait_for(marker, proc)
+    kill_group(proc)
+    gate.unlink()
+
+
+# ----------------------------------------------- a `new` killed inside `git worktree add`
+def test_new_killed_inside_git_checkout_is_never_recorded_ready(repo: GitRepo) -> None:
+    repo.snapshot_branches()
+    kill_inside_checkout(repo, "new", "feat")
+    admin = repo.common_dir / "worktrees" / "feat"
+    assert (admin / "locked").read_text().strip() == "initializing"  # git was mid-checkout
+    assert repo.record("feat")["base_commit"] is None
+    assert state_of(repo, "feat") == "reserved"
+    again = vwt_json(repo, "new", "feat")
+    assert isinstance(again, dict)
+    assert again["created"] is True and again["base_commit"] is not None
+    assert again["branch_created"] is True  # made by the killed add: still ours to delete
+    tracked_files_present(repo, Path(again["path"]))
+    assert state_of(repo, "feat") == "ready"
+    doctor_healthy(repo)
+    repo.git("reset", "-q", cwd=Path(again["path"]))
+    (Path(again["path"]) / "new.txt").unlink()
+    assert repo.ok("rm", "feat", "--json").json()["branch_deleted"] is True
+    check_state(repo)
+
+
+def test_prune_discards_a_creation_killed_inside_git_checkout(repo: GitRepo) -> None:
+    repo.snapshot_branches()
+    kill_inside_checkout(repo, "new", "-p", "fix the login")
+    repo.age_records(30)
+    doctor = repo.vwt("doctor", "--json")
+    assert doctor.returncode == 1
+    kinds = {p["kind"] for p in doctor.json()["problems"]}
+    assert kinds == {"abandoned_reservation", "stale_holder"}  # the dead creator's .starting
+    pruned = vwt_json(repo, "prune")
+    assert isinstance(pruned, dict)
+    assert [r["name"] for r in pruned["reservations_discarded"]] == ["fix-the-login"]
+    check_state(repo)  # the checkout, git's entry and the branch git made are gone
+    doctor_healthy(repo)
+    again = vwt_json(repo, "new", "-p", "fix the login")
+    assert isinstance(again, dict) and again["name"] == "fix-the-login"
+    tracked_files_present(repo, Path(again["path"]))
+
+
+def test_a_ready_record_of_a_checkout_git_never_finished_is_reported_and_repaired(
+        repo: GitRepo) -> None:
+    """What an older vwt left: it adopted the killed creation and recorded it ready."""
+    kill_inside_checkout(repo, "new", "feat")
+    record = repo.record("feat")
+    record["base_commit"] = repo.git("rev-parse", "HEAD")
+    repo.record_path("feat").write_text(json.dumps(record, indent=2))
+    checkout = repo.checkout("feat")
+    (checkout / "mine.txt").write_text("the user wrote this\n")
+    reuse = repo.vwt("new", "feat", "--json")
+    assert reuse.returncode == 1 and "vwt prune" in reuse.stderr, str(reuse)
+    assert len(reuse.stderr.strip().splitlines()) == 1
+    doctor = repo.vwt("doctor", "--json")
+    assert doctor.returncode == 1
+    assert ("unfinished_checkout", "vwt prune") in {
+        (p["kind"], p["fix"]) for p in doctor.json()["problems"]}
+    repo.ok("prune", "--json")
+    assert (checkout / "mine.txt").read_text() == "the user wrote this\n"
+    repo.git("checkout", "--", ".", cwd=checkout)  # what prune's warning tells the user
+    repo.git("add", "mine.txt", cwd=checkout)
+    assert repo.git("status", "--porcelain", cwd=checkout) == "A  mine.txt"
+    doctor_healthy(repo)
+    assert vwt_json(repo, "new", "feat")["created"] is False  # type: ignore[index]
+
