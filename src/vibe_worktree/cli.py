@@ -78,6 +78,8 @@ def _dispatch(argv: list[str]) -> int:
     if not getattr(ns, "handler", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    if command in _LIGHT:  # a process per hook event or status line: no API to build
+        return int(ns.handler(None, ns))
     from .api import Worktrees
 
     handler: Any = ns.handler
@@ -111,7 +113,10 @@ _HOT: dict[str, tuple[dict[str, str], dict[str, str], tuple[str, ...]]] = {
         ("name",),
     ),
     "hook": ({}, {}, ("agent",)),  # every Claude Code event starts a process: keep it quick
+    "statusline": ({}, {}, ()),
 }
+# Called with no Worktrees (they build what they need): one process per event or line.
+_LIGHT = frozenset({"hook", "statusline"})
 _GLOBAL_OPTIONS = {"--home": "home", "-C": "directory"}
 # What argparse sets that the fast path never parses (`--sparse` repeats: argparse's).
 _HOT_DEFAULTS: dict[str, dict[str, Any]] = {"new": {"sparse": None, "pr": None}}
@@ -809,14 +814,20 @@ def _hook_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("agent", choices=AGENTS, help="whose hook input is on stdin")
 
 
-def cmd_hook(wt: Worktrees, ns: argparse.Namespace) -> int:
+def cmd_hook(_wt: None, ns: argparse.Namespace) -> int:
     from .agents import AGENTS
 
     if ns.agent not in AGENTS:
         raise VwtError(f"unknown agent {ns.agent!r}; use one of {', '.join(AGENTS)}", EXIT_USAGE)
     from .agents.claude_code import handle
 
-    return handle(wt)
+    return handle(ns.home)
+
+
+def cmd_statusline(_wt: None, ns: argparse.Namespace) -> int:
+    from .agents.statusline import print_line
+
+    return print_line(ns.home)
 
 
 def _install_args(p: argparse.ArgumentParser) -> None:
@@ -885,6 +896,8 @@ SUBCOMMANDS: dict[str, tuple[str, Any, Any, bool]] = {
                 _install_args, True),
     "uninstall": ("take vwt's hooks out of an agent's settings again", cmd_uninstall,
                   _install_args, True),
+    "statusline": ("one line for Claude Code's statusLine (its status JSON on stdin): name, "
+                   "branch, changes, ahead/behind, collisions", cmd_statusline, _no_args, False),
 }
 # name: what `vwt NAME --help` shows as its example (None: `vwt --help`), a command a line
 EXAMPLES: dict[str | None, str] = {
@@ -920,6 +933,8 @@ EXAMPLES: dict[str | None, str] = {
     "install": ("vwt install claude-code\nvwt install claude-code --scope project --dry-run\n"
                 "claude --worktree feat/login   # now made, held and removed by vwt"),
     "uninstall": "vwt uninstall claude-code\nvwt uninstall claude-code --scope local --json",
+    "statusline": ('in ~/.claude/settings.json: "statusLine": {"type": "command", '
+                   '"command": "vwt statusline"}'),
 }
 COMPLETE = "__complete"
 

@@ -25,8 +25,9 @@ STATE_COLOURS = {
     "orphaned": "\033[35m",  # magenta
 }
 DIM = "\033[2m"
-HEADER = ["NAME", "BRANCH", "STATE", "AHEAD", "BEHIND", "CHANGES", "LANDED", "HOLDERS", "AGE",
-          "PATH"]
+HEADER = ["NAME", "BRANCH", "STATE", "AHEAD", "BEHIND", "CHANGES", "LANDED", "HOLDERS",
+          "ACTIVITY", "AGE", "PATH"]
+ACTIVITY_COLOURS = {"working": STATE_COLOURS["ready"], "waiting": "\033[1;33m"}  # waiting: you
 
 
 def is_terminal(stream: TextIO) -> bool:
@@ -90,7 +91,7 @@ def list_cells(row: Listed) -> list[str]:
         _count(row.changes), landed(row),
         str(row.holders) + (f" (hook {','.join(row.hooks_running)} running)"
                             if row.hooks_running else ""),
-        age(row.claimed_at), row.path,
+        row.activity.state if row.activity else "-", age(row.claimed_at), row.path,
     ]
 
 
@@ -103,6 +104,8 @@ def _cell_colour(column: int, row: Listed) -> str | None:
         return STATE_COLOURS["ready"]
     if column == 7 and row.holders:
         return STATE_COLOURS["snapshot"]
+    if column == 8 and row.activity:
+        return ACTIVITY_COLOURS.get(row.activity.state)
     return None
 
 

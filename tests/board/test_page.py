@@ -6,6 +6,7 @@ script dialog or threw a script error.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -361,3 +362,14 @@ def test_worktrees_that_will_conflict_are_marked(page, repo, vwt):
     expect(row(page, "elsewhere").locator(".badge.collides")).to_have_count(0)
     row(page, "left").locator("td.name a").click()
     expect(page.page.locator("#detail-facts")).to_contain_text("conflicts with right")
+
+
+def test_an_agent_sessions_activity_shows_beside_its_holders(page, repo, vwt):
+    path = Path(vwt.new("agent-work")["path"])
+    event = json.dumps({"session_id": "s-1", "hook_event_name": "Notification",
+                        "cwd": str(path), "message": "Claude needs your permission to use Bash"})
+    vwt.ok("hook", "claude-code", input=event)
+    holders = row(page, "agent-work").locator("td.holders")
+    expect(holders).to_contain_text("waiting for you", timeout=LIVE_SECONDS * 1000)
+    vwt.ok("hook", "claude-code", input=event.replace("Notification", "Stop"))
+    expect(holders).to_contain_text("idle", timeout=LIVE_SECONDS * 1000)

@@ -17,7 +17,7 @@ import re
 from typing import Any, NamedTuple
 
 from ..core.errors import EXIT_ERROR, EXIT_OK, VwtError
-from ..core.layout import Claim, Root
+from ..core.layout import Claim, Root, resolve_home
 from ..core.names import branch_name_problem, path_segment_problem, slugify
 from . import activity
 from .hook_input import close_stdin, read_object
@@ -33,8 +33,9 @@ _ACTIVITY = {"UserPromptSubmit": activity.WORKING, "PreToolUse": activity.WORKIN
 _PR_URL = re.compile(r"^https?://\S+/(?:pull|pulls|merge_requests|pull-requests)/(\d+)/?(?:[#?]\S*)?$")
 
 
-def handle(wt: Worktrees) -> int:
+def handle(home: str | None) -> int:
     """Read the event from stdin and act on it; any failure is exit 1."""
+    root = Root.at(resolve_home(home))
     try:
         payload = read_object(0)
         close_stdin()
@@ -42,13 +43,13 @@ def handle(wt: Worktrees) -> int:
         if not isinstance(event, str) or not event:
             raise VwtError("the hook input has no hook_event_name")
         if event == "WorktreeCreate":
-            return worktree_create(wt, payload)
+            return worktree_create(root, payload)
         if event == "WorktreeRemove":
-            return worktree_remove(wt, payload)
+            return worktree_remove(root, payload)
         if event == "SessionEnd":
-            return session_end(wt, payload)
+            return session_end(root, payload)
         if event in _ACTIVITY:
-            return note_activity(wt, payload, _ACTIVITY[event])
+            return note_activity(root, payload, _ACTIVITY[event])
         return EXIT_OK  # an event this handler was not registered for: nothing to do
     except VwtError as exc:
         raise VwtError(exc.message, EXIT_ERROR) from None
@@ -124,7 +125,7 @@ class _PathOnlyStdout:
         os.close(self.saved)
 
 
-def worktree_create(wt: Worktrees, payload: dict[str, Any]) -> int:
+def worktree_create(root: Root, payload: dict[str, Any]) -> int:
     from ..api import Worktrees
     from .claude_settings import worktree_settings
 
@@ -136,7 +137,7 @@ def worktree_create(wt: Worktrees, payload: dict[str, Any]) -> int:
     request = request_for(sent)
     host = find_host()
     with _PathOnlyStdout() as out:
-        wt = Worktrees(home=wt.root.home, cwd=cwd, warn=wt.warn)
+        wt = Worktrees(home=root.home, cwd=cwd)
         settings = worktree_settings(os.environ.get("CLAUDE_PROJECT_DIR") or cwd, wt.warn)
         from_ref = "HEAD" if settings.base_ref == "head" and request.pr is None else None
         created = wt.create(request.name, branch=request.branch, from_ref=from_ref,
@@ -195,8 +196,8 @@ def claim_containing(root: Root, path: str, exact: bool = False) -> Claim | None
     return None
 
 
-def worktree_remove(wt: Worktrees, payload: dict[str, Any]) -> int:
-    from ..api import Worktrees
+def worktree_remove(root: Root, payload: dict[str, Any]) -> int:
+    from ..api import Worktrees, warn_to_stderr
     from ..lifecycle.remove import REMOVED
     from ..lifecycle.worktrees import load_entry, require_trusted
     from .session_hold import release_session
@@ -205,42 +206,42 @@ def worktree_remove(wt: Worktrees, payload: dict[str, Any]) -> int:
     if not path:
         raise VwtError("the hook input has no worktree_path")
     session = _text(payload, "session_id")
-    claim = claim_containing(wt.root, path, exact=True)
+    claim = claim_containing(root, path, exact=True)
     entry = load_entry(claim) if claim is not None else None
     if claim is None or entry is None or entry.record is None:
         raise VwtError(f"{path} is not a worktree vwt manages; nothing removed")
     record = require_trusted(entry)
     own = release_session(claim, session) if session else []
-    repo_wt = Worktrees(home=wt.root.home, cwd=record.repo_root, warn=wt.warn)
+    repo_wt = Worktrees(home=root.home, cwd=record.repo_root)
     if repo_wt.claim(claim.name) != claim:
         raise VwtError(f"{path} does not belong to the repository at {record.repo_root}; "
                        "nothing removed")
     result = repo_wt.remove(claim.name, confirm_dirty=True, own_holders=own)
     if result.outcome != REMOVED:
         raise VwtError(f"{claim.name} kept ({result.outcome}): {result.message}")
-    activity.forget(wt.root.home, claim)
+    activity.forget(root.home, claim)
     if result.snapshot_ref:
-        wt.warn(f"{claim.name}'s work is saved in {result.snapshot_ref}; "
+        warn_to_stderr(f"{claim.name}'s work is saved in {result.snapshot_ref}; "
                 f"vwt restore {claim.name} brings it back")
     return EXIT_OK
 
 
 # -- activity ---------------------------------------------------------------------------------
-def note_activity(wt: Worktrees, payload: dict[str, Any], state: str) -> int:
+def note_activity(root: Root, payload: dict[str, Any], state: str) -> int:
     cwd = _text(payload, "cwd")
     session = _text(payload, "session_id") or ""
-    claim = claim_containing(wt.root, cwd) if cwd else None
+    claim = claim_containing(root, cwd) if cwd else None
     if claim is None or not os.path.isfile(claim.record_path):
         return EXIT_OK  # not in a managed worktree: nothing to note
-    activity.mark(wt.root.home, claim, state, AGENT, session, find_host())
+    activity.mark(root.home, claim, state, AGENT, session, find_host())
     return EXIT_OK
 
 
-def session_end(wt: Worktrees, payload: dict[str, Any]) -> int:
+def session_end(root: Root, payload: dict[str, Any]) -> int:
     from .session_hold import release_everywhere
 
     session = _text(payload, "session_id")
     if session:
-        activity.clear(wt.root.home, session)
-        release_everywhere(wt.root, session)
+        activity.clear(root.home, session)
+        release_everywhere(root, session)
     return EXIT_OK

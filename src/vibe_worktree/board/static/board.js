@@ -46,14 +46,34 @@
   const isDirty = (row) =>
     !(row.changes === 0 && (row.ahead === 0 || row.safe_to_remove === true));
 
+  // An agent session's activity (working, waiting for you, idle), beside its holders.
+  function activityView(row) {
+    const a = row.activity;
+    if (!a) return null;
+    return el("span", {
+      class: `activity badge activity-${a.state}`,
+      title: `${a.agent} session ${a.session}, ${a.state} since ${a.since}`,
+      text: a.state === "waiting" ? "waiting for you" : a.state,
+    });
+  }
+
+  function activityText(row) {
+    const a = row.activity;
+    return a ? `${a.state} since ${a.since} (${a.agent} session ${a.session})` : "none";
+  }
+
   function holdersView(row) {
-    if (!row.holders) return "";
+    const activity = activityView(row);
+    if (!row.holders) return activity || "";
     const details = row.holder_details || [];
-    if (!details.length) return el("span", { class: "badge held", text: `held (${row.holders})` });
+    if (!details.length) {
+      return el("span", {}, el("span", { class: "badge held", text: `held (${row.holders})` }),
+        activity);
+    }
     return el("span", {}, ...details.map((h) => el("span", {
       class: "holder badge held", title: h.id,
       text: `${h.tool || "holder"}${h.pid ? ` pid ${h.pid}` : ""}`,
-    })));
+    })), activity);
   }
 
   function integrationView(row) {
@@ -176,6 +196,8 @@
       ["branch", row.branch], ["state", row.state], ["base", row.base_commit],
       ["holders", (row.holder_details || []).map((h) =>
         `${h.tool || "holder"}${h.pid ? ` pid ${h.pid}` : ""} (${h.id})`).join(", ") || "none"],
+      ["activity", activityText(row)],
+      ["made by", row.agent ? `${row.agent} session ${row.session}` : null],
       ["changes", row.changes], ["ahead", row.ahead], ["behind", row.behind],
       ["target", row.target], ["integrated", row.integrated],
       ["claimed", row.claimed_at], ["removed", row.removed_at], ["snapshot", row.snapshot_ref],
