@@ -207,25 +207,14 @@ def _remove(hooks: dict[str, Any]) -> tuple[list[str], list[str]]:
 
 
 def _write_atomically(path: str, text: str) -> None:
-    """Temp file beside the real file (a symlinked settings file is written through to
-    its target), fsync, rename; the file's mode is kept."""
+    """Atomically (core.files); a symlinked settings file (dotfiles) is written through to
+    its target, and the file's mode is kept."""
+    from ..core.files import write_atomically
+
     target = os.path.realpath(path)
-    folder = os.path.dirname(target)
-    os.makedirs(folder, exist_ok=True)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
     try:
         mode = os.stat(target).st_mode & 0o7777
     except FileNotFoundError:
         mode = 0o644
-    temp = os.path.join(folder, f".{os.path.basename(target)}.{os.urandom(6).hex()}.tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    try:
-        os.write(fd, text.encode("utf-8"))
-        os.fchmod(fd, mode)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
-        os.replace(temp, target)
-    except BaseException:
-        os.unlink(temp)
-        raise
+    write_atomically(target, text.encode("utf-8"), mode)
