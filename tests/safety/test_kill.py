@@ -67,15 +67,16 @@ def wait_for(path: Path, proc: subprocess.Popen[str], timeout: float = 60) -> No
 
 
 def stop_in_checkout(repo: GitRepo, files: int = 20) -> tuple[Path, Path]:
-    """A smudge filter (the user's own config, run as by `git worktree add` by hand) that
+    """A smudge filter (the user's global config, run as by `git worktree add` by hand) that
     says when git is checking files out and then waits while the `gate` file exists:
     a kill at that moment lands inside git's checkout."""
     sb = repo.sb
     marker, gate = sb.tmp / "inside-checkout", sb.tmp / "gate"
     repo.commit("files", {**{f"f{i}.txt": f"{i}\n" for i in range(files)},
                           "a.slow": "slow\n", ".gitattributes": "*.slow filter=slow\n"})
-    repo.git("config", "filter.slow.clean", "cat")
-    repo.git("config", "filter.slow.smudge",
+    config = ("config", "--file", str(sb.gitconfig))  # global: a snapshot may run it
+    repo.git(*config, "filter.slow.clean", "cat")
+    repo.git(*config, "filter.slow.smudge",
              f"sh -c 'touch {marker}; while [ -e {gate} ]; do sleep 0.02; done; cat'")
     gate.write_text("")
     return marker, gate
@@ -176,3 +177,53 @@ def test_a_ready_record_of_a_checkout_git_never_finished_is_reported_and_repaire
     doctor_healthy(repo)
     assert vwt_json(repo, "new", "feat")["created"] is False  # type: ignore[index]
 
+
+
+# ---------------------------------------------------- a `restore` killed inside git
+def kill_restore_inside_checkout(repo: GitRepo) -> Path:
+    """`feat` holds dirty work, is removed with a snapshot, and its restore is killed while
+    git writes the snapshot's files back (the smudge filter of a `.slow` file waits)."""
+    marker, gate = stop_in_checkout(repo)
+    gate.unlink()  # the first creation runs through
+    checkout = Path(vwt_json(repo, "new", "feat")["path"])  # type: ignore[index]
+    for rel, text in WORK.items():
+        (checkout / rel).write_text(text)
+    repo.ok("rm", "feat", "-y")
+    marker.unlink()
+    gate.write_text("")
+    proc = start(repo, "restore", "feat")
+    wait_for(marker, proc)
+    kill_group(proc)
+    gate.unlink()
+    return checkout
+
+
+WORK = {"b.slow": "the user's slow file\n", "notes.txt": "the user's notes\n",
+        "f1.txt": "edited by the user\n"}
+
+
+def work_in(checkout: Path) -> bool:
+    return all((checkout / rel).is_file() and (checkout / rel).read_text() == text
+               for rel, text in WORK.items())
+
+
+def test_restore_killed_inside_git_is_finished_by_a_retry(repo: GitRepo) -> None:
+    checkout = kill_restore_inside_checkout(repo)
+    retry = repo.vwt("restore", "feat", "--json")
+    assert retry.returncode == 0, str(retry)
+    assert work_in(checkout)
+    assert not (repo.common_dir / "worktrees" / "feat" / "index.lock").exists()
+    repo.git("add", "-A", cwd=checkout)  # the user's git works there
+    repo.ok("prune")
+    doctor_healthy(repo)
+
+
+def test_restore_killed_inside_git_is_repaired_by_prune(repo: GitRepo) -> None:
+    checkout = kill_restore_inside_checkout(repo)
+    repo.age_records(30)
+    repo.ok("prune", "--json")
+    doctor_healthy(repo)
+    if not work_in(checkout):  # put back to a restorable snapshot: restore brings it all
+        repo.ok("restore", "feat")
+    assert work_in(checkout)
+    repo.git("add", "-A", cwd=checkout)

@@ -1129,6 +1129,12 @@ def changed_paths(git: Git, old: str, new: str) -> list[str]:
     return [path for path in out.split("\0") if path]
 
 
+def tree_paths(git: Git, tree: str) -> set[str]:
+    """Every file path of a tree or commit."""
+    out = git.out("ls-tree", "-r", "-z", "--name-only", "--full-tree", tree)
+    return {path for path in out.split("\0") if path}
+
+
 def merge_base(git: Git, a: str, b: str) -> str | None:
     """The best common ancestor of two commits; None when their histories are unrelated."""
     result = git.run("merge-base", a, b, check=False)

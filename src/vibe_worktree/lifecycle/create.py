@@ -22,7 +22,7 @@ from ..core.names import (
     validate_name,
 )
 from ..core.records import Record, utc_now, write_record
-from .unfinished import is_clean, tear_down, unfinished
+from .unfinished import is_clean, release_dead_locks, tear_down, unfinished
 from .worktrees import (
     MISSING,
     RESERVED,
@@ -458,7 +458,9 @@ def restore(repo: Repo, name: str, out: Output) -> Created:
     create_branch = g.branch_tip(git, branch) is None
     with _Reserved(claim, starting):
         checkpoint("restore.reserved")
-        if not _has_git_file(claim):
+        if _has_git_file(claim):  # a killed restore's checkout: its gits died with it
+            release_dead_locks(validate_for_reuse(claim, record, repo.info.common_dir))
+        else:
             g.worktree_add(git, claim.checkout, branch=branch, start=parent,
                            create_branch=create_branch, progress=out.progress,
                            no_checkout=bool(record.sparse))

@@ -36,15 +36,21 @@ from .remove import (
     drop_record_and_folders,
     empty_trash,
     existing_snapshot,
+    holds_only,
     inspect,
     remove_all,
-    same_tree_as,
     snapshot_commit,
     snapshot_problem,
     target_for,
     tidy_claim_folders,
 )
-from .unfinished import drop_created_branch, finish_in_place, tear_down, unfinished
+from .unfinished import (
+    drop_created_branch,
+    finish_in_place,
+    release_dead_locks,
+    tear_down,
+    unfinished,
+)
 from .worktrees import (
     BROKEN,
     MISSING,
@@ -272,19 +278,22 @@ def _finish_unfinished(entry: Entry, warn: Warn) -> None:
 def _undo_interrupted_restore(entry: Entry, warn: Warn) -> None:
     """Take back the checkout an abandoned restore left, back to a restorable snapshot.
 
-    Only when the checkout holds nothing but what the snapshot already has: the
-    snapshot's parent untouched, or exactly the snapshot's files.
+    Only when the checkout holds nothing but what the snapshot already has: at the
+    snapshot's parent, every file there as the snapshot or its parent has it (a restore
+    killed while git wrote the files leaves some of each).
     """
     assert entry.record is not None and entry.recovery is not None
     claim = entry.claim
     try:
         checkout = validate_for_reuse(claim, entry.record, "")
+        release_dead_locks(checkout)  # the restorer is dead: no live `.starting`
         target = Target(claim, entry.record, checkout, repo_git_for(claim, None, checkout))
         inspection = inspect(target)
         snapshot = commit_of(target.repo_git, entry.recovery.snapshot_ref)
-        if snapshot is None or inspection.head != commit_of(target.repo_git, f"{snapshot}^1"):
+        parent = commit_of(target.repo_git, f"{snapshot}^1") if snapshot else None
+        if snapshot is None or parent is None or inspection.head != parent:
             raise VwtError("it is not at the snapshot's parent")
-        if inspection.changes and not same_tree_as(target, inspection, f"{snapshot}^{{tree}}"):
+        if inspection.changes and not holds_only(target, inspection, (snapshot, parent)):
             raise VwtError("it has files the snapshot does not")
     except VwtError as exc:
         warn(f"{claim.name}: an interrupted restore left {claim.checkout} ({exc}); "

@@ -137,11 +137,16 @@ def work_problem(name: str, checkout: Checkout | None, inspection: Inspection) -
     return None
 
 
-def same_tree_as(target: Target, inspection: Inspection, tree: str) -> bool:
-    """The checkout's full state (as a snapshot would stage it) is exactly `tree`."""
+def holds_only(target: Target, inspection: Inspection, commits: Sequence[str]) -> bool:
+    """Every file in the checkout (as a snapshot would stage it) is, path for path, the
+    version one of `commits` has: nothing in it is anyone's own work."""
     if snapshot_problem(target, inspection) or target.checkout is None:
         return False
-    return _stage_tree(target) == g.rev_parse(target.repo_git, tree)
+    tree = _stage_tree(target)
+    own = g.tree_paths(target.repo_git, tree)
+    for commit in commits:
+        own &= set(g.changed_paths(target.repo_git, tree, commit))
+    return not own
 
 
 def _stage_tree(target: Target) -> str:

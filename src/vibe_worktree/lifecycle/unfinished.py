@@ -46,6 +46,15 @@ def unfinished(checkout: Checkout, creator_gone: bool = False) -> str | None:
     return None
 
 
+def release_dead_locks(checkout: Checkout) -> None:
+    """Drop what a killed git left in the admin folder of a checkout whose writer is known
+    to be dead (its `.starting` hold is gone): `index.lock`, and git's own `locked` file of
+    an add that never finished. Never for a checkout a live process may be writing."""
+    unlink_if_exists(os.path.join(checkout.admin_dir, "index.lock"))
+    if _adding(checkout.admin_dir):
+        unlink_if_exists(os.path.join(checkout.admin_dir, "locked"))
+
+
 def is_clean(checkout: Checkout) -> bool:
     """Nothing but what its HEAD has (ignored files aside): nothing to lose."""
     from .worktrees import housekeeping_git
