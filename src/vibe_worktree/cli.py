@@ -786,16 +786,21 @@ def cmd_doctor(wt: Worktrees, ns: argparse.Namespace) -> int:
     if ns.archive_orphans or ns.relocate:
         done = wt.archive_orphans() if ns.archive_orphans else wt.relocate()
         key = "archived" if ns.archive_orphans else "relocated"
+        failed = [r for r in done if r.outcome == "failed"]
         if ns.json:
             _print_json({key: [r.to_json() for r in done]})
         else:
             for r in done:
-                print(f"{r.outcome} {r.bucket}/{r.name}: {r.path}"
-                      + (f" ({r.detail})" if r.detail else ""))
+                if r.outcome != "failed":
+                    print(f"{r.outcome} {r.bucket}/{r.name}: {r.path}"
+                          + (f" ({r.detail})" if r.detail else ""))
             if not done:
                 print(f"vwt: nothing to {'archive' if ns.archive_orphans else 'relocate'}",
                       file=sys.stderr)
-        return 1 if any(r.outcome == "failed" for r in done) else 0
+        verb = "archive" if ns.archive_orphans else "relocate"
+        for r in failed:  # an error is said on stderr (SPEC §5), with or without --json
+            _error(f"could not {verb} {r.bucket}/{r.name} ({r.path}): {r.detail}")
+        return 1 if failed else 0
     report = wt.doctor()
     if ns.json:
         _print_json(report.to_json())

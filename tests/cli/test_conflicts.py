@@ -421,3 +421,23 @@ def test_a_repository_merge_driver_is_never_run(story, vwt, sandbox):
     assert pairs(doc)[("alpha", "beta")]["conflicts"] == ["story.txt"], \
         "a path only the driver could merge is reported as conflicting"
     assert not marker.exists()
+
+
+# -- a file that became a folder: the real path, never git's stand-in `df~<commit>` ------------
+
+def file_becomes_folder(repo, where: Path) -> None:
+    (where / "df").unlink()
+    repo.write("df/x", "now a folder\n", base=where)
+
+
+def test_a_file_folder_conflict_names_the_real_path(story, vwt):
+    story.commit("a file", {"df": "a file\n"})
+    a, b = worktree(vwt, "alpha"), worktree(vwt, "beta")
+    file_becomes_folder(story, a)
+    (b / "df").write_text("an edited file\n")
+    doc = conflicts(vwt)
+    [pair] = doc["pairs"]
+    assert pair["overlap"] == ["df"] and pair["conflicts"] == ["df"], pair
+    file_becomes_folder(story, story.path)  # the target turns it into a folder too
+    commit_all(story, story.path)
+    assert rows(conflicts(vwt))["beta"]["target_conflicts"] == ["df"]

@@ -340,3 +340,18 @@ def test_a_relocation_killed_at_any_step_finishes_when_run_again(
     assert {n: e["state"] for n, e in now.items()} == dict.fromkeys(paths, "ready")
     assert dirty_files_intact(Path(now["dirty"]["path"]))
     assert doctor(vwt, cwd=moved.path) == {"healthy": True, "problems": []}
+
+
+def test_an_archive_that_cannot_be_written_is_said_on_stderr(
+        vwt: Vwt, repo: Repo, sandbox: Sandbox, layout: Layout) -> None:
+    path = Path(vwt.new("kept")["path"])
+    shutil.rmtree(repo.path)
+    (layout.root / ".orphans").write_text("a file where the archive folder goes\n")
+    for args in (("--json",), ()):
+        result = vwt("doctor", "--archive-orphans", *args, cwd=sandbox.tmp)
+        assert result.code == 1, str(result)
+        [line] = result.err_lines
+        assert line.startswith("vwt: error: could not archive") and "kept" in line, str(result)
+        assert ".orphans" in line and "nothing was deleted" in line
+        assert "failed" not in result.out or args == ("--json",)
+    assert (path / "README.md").is_file()

@@ -360,3 +360,12 @@ def test_two_merges_into_one_target_at_once_both_land(repo, vwt):
     assert outcomes == [(0, "merged"), (0, "merged")], outcomes
     assert repo.git("show", "main:one.txt") == "1" and repo.git("show", "main:two.txt") == "2"
     assert not repo.checkout("one").exists() and not repo.checkout("two").exists()
+
+
+def test_a_file_folder_conflict_lists_the_real_path(repo, vwt):
+    repo.commit("a file", {"df": "a file\n"})
+    work(repo, vwt, "feat", {"df": "edited in the worktree\n"})
+    (repo.path / "df").unlink()
+    repo.commit("main turns the file into a folder", {"df/x": "now a folder\n"})
+    data = merge(vwt, "feat", code=1)
+    assert data["outcome"] == "conflict" and data["conflicts"] == ["df"], data

@@ -84,3 +84,12 @@ def test_sync_onto_names_another_branch(repo, vwt):
     repo.git("reset", "-q", "--hard", "HEAD~1")
     data = sync(vwt, "feat", "--onto", "release", "--no-fetch")
     assert data["onto"] == "release" and repo.rev("feat~1") == repo.rev("release")
+
+
+def test_a_file_folder_conflict_lists_the_real_path(repo, vwt):
+    repo.commit("a file", {"df": "a file\n"})
+    work(repo, vwt, "feat", {"df": "edited in the worktree\n"})
+    (repo.path / "df").unlink()
+    repo.commit("main turns the file into a folder", {"df/x": "now a folder\n"})
+    data = sync(vwt, "feat", code=1)
+    assert data["outcome"] == "conflict" and data["conflicts"] == ["df"], data

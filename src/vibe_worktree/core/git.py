@@ -810,8 +810,22 @@ def merge_tree(git: Git, ours: str, theirs: str) -> MergedTree:
     fields = result.stdout.split("\0")
     if result.returncode == 0:
         return MergedTree(fields[0].strip(), ())
-    paths = [f for f in fields[1:] if f]
-    return MergedTree(None, tuple(dict.fromkeys(paths)))
+    return MergedTree(None, real_paths([f for f in fields[1:] if f], (ours, theirs)))
+
+
+def real_paths(paths: Iterable[str], labels: Sequence[str]) -> tuple[str, ...]:
+    """The repository's own paths of a merge's conflicts, each once. In a file/folder
+    conflict git writes the file as `<path>~<label>` (the label: the commit as it was
+    given) and lists that stand-in name; the path both sides changed is `<path>`."""
+    suffixes = tuple(f"~{label}" for label in labels)
+    found = []
+    for path in paths:
+        for suffix in suffixes:
+            if path.endswith(suffix):
+                path = path[:-len(suffix)]
+                break
+        found.append(path)
+    return tuple(dict.fromkeys(found))
 
 
 def trees_of(git: Git, commits: Sequence[str]) -> list[str | None]:
@@ -836,10 +850,10 @@ def merge_trees(git: Git, pairs: Sequence[tuple[str, str]]) -> list[MergedTree]:
     if result.returncode not in (0, 1):
         raise git.failure(["merge-tree"], result.stderr)
     found = []
-    for record in result.stdout.split("\0\0")[:len(pairs)]:
+    for record, pair in zip(result.stdout.split("\0\0"), pairs, strict=False):
         clean, tree, *paths = record.lstrip("\0").split("\0")
         found.append(MergedTree(tree, ()) if clean == "1"
-                     else MergedTree(None, tuple(dict.fromkeys(p for p in paths if p))))
+                     else MergedTree(None, real_paths((p for p in paths if p), pair)))
     if len(found) != len(pairs):
         raise GitFailed("git merge-tree --stdin gave fewer results than merges asked")
     return found
@@ -1164,16 +1178,17 @@ def merge_many(git: Git, merges: Sequence[tuple[str, str]]) -> list[MergedTree |
         run = git.run("merge-tree", "--write-tree", "--stdin", "-z", "--name-only",
                       "--no-messages", input="".join(f"{a} {b}\n" for a, b in pending),
                       check=False)
-        results += _merged_records(run.stdout)[:len(pending)]
+        results += [MergedTree(None, real_paths(m.conflicts, pair)) if m.tree is None else m
+                    for m, pair in zip(_merged_records(run.stdout), pending, strict=False)]
         if run.returncode != 0 and len(results) < len(merges):
             results.append(first_line(run.stderr))  # the merge git stopped at
     return results
 
 
-def _merged_records(out: str) -> list[MergedTree | str]:
+def _merged_records(out: str) -> list[MergedTree]:
     """`<status>\\0<tree>\\0<path>\\0...\\0\\0` per merge; a cut-off last record is dropped."""
     fields = out.split("\0")
-    records: list[MergedTree | str] = []
+    records: list[MergedTree] = []
     i = 0
     while i + 1 < len(fields) and fields[i] in ("0", "1"):
         clean, tree, paths = fields[i] == "1", fields[i + 1], []
@@ -1186,7 +1201,6 @@ def _merged_records(out: str) -> list[MergedTree | str]:
         records.append(MergedTree(tree if clean else None, tuple(dict.fromkeys(paths))))
         i = j + 1
     return records
-
 
 
 GITLINK = "160000"

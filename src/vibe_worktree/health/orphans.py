@@ -17,7 +17,7 @@ import stat
 from typing import NamedTuple
 
 from ..core import git as g
-from ..core.errors import HeldError, NotARepository, VwtError
+from ..core.errors import DiskFull, HeldError, NotARepository, VwtError, disk_is_full
 from ..core.faults import checkpoint
 from ..core.layout import Claim, Root, bucket_name, ensure_dir, rmdir_if_empty, unlink_if_exists
 from ..core.locks import live_holders, prune_lock, registry_lock
@@ -81,7 +81,7 @@ def _archive_one(claim: Claim) -> Repaired:
                 archive = _write_verified_archive(claim)
             except (OSError, VwtError) as exc:
                 return Repaired(claim.bucket, claim.name, FAILED, claim.checkout,
-                                f"could not archive it ({exc}); nothing was deleted")
+                                f"could not archive it ({_why(exc)}); nothing was deleted")
             checkpoint("archive.written")
             delete_trash(move_to_trash(claim))
         unlink_if_exists(claim.recovery_path)
@@ -131,6 +131,14 @@ def _write_verified_archive(claim: Claim) -> str:
         unlink_if_exists(temp)
         raise
     return final
+
+
+def _why(exc: OSError | VwtError) -> str:
+    if isinstance(exc, VwtError):
+        return exc.message
+    if disk_is_full(exc):
+        return DiskFull(f"writing {exc.filename}" if exc.filename else None).message
+    return f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc.strerror or exc)
 
 
 def _digest(handle: object) -> str:
