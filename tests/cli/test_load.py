@@ -2,7 +2,10 @@
 
 Each session creates a worktree, holds it with `vwt run` while it writes files and
 commits some of them, and then, from inside its hold (as an agent that cleans up after
-itself does), removes it or merges it into `main`, or leaves it for retention.
+itself does), removes it or merges it into `main`, or leaves it for retention. A quarter
+of them come and go as Claude Code sessions do, through `vwt hook claude-code`: created by
+`WorktreeCreate`, held by the agent process, activity events, then `WorktreeRemove`, or
+`SessionEnd`, or the agent process killed mid-session; no hold of theirs is left behind.
 `vwt prune --keep 5` runs in a loop the whole time. Afterwards every file a session wrote
 is in its checkout, on `main`, or in a snapshot that `vwt restore` brings back, no call
 printed a traceback or exited with a status the spec does not allow, none took over
@@ -12,6 +15,8 @@ printed a traceback or exited with a status the spec does not allow, none took o
 from __future__ import annotations
 
 import json
+import os
+import signal
 import statistics
 import subprocess
 import textwrap
@@ -23,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from conftest import VWT_BIN, Repo, Sandbox, Vwt
+from conftest import VWT_BIN, Repo, Sandbox, Vwt, is_locked
 
 SESSIONS = 64
 REPOSITORIES = 8
@@ -35,7 +40,11 @@ SLOWEST_CALL = 60.0
 # merge reports `target_moved` or `target_dirty` (1) when a parallel merge landed first or
 # held the target checkout's index.lock; nothing changed, and it is retried
 ALLOWED = {"new": {0}, "run": {0, 1, 4}, "rm": {0}, "merge": {0, 1}, "prune": {0},
-           "restore": {0}, "doctor": {0}}
+           "restore": {0}, "doctor": {0},
+           # a hook session: WorktreeCreate fails (1) when retention took the new worktree
+           # before its hold; WorktreeRemove finds it gone (1) when retention took it (with a
+           # snapshot) between the release of the session's hold and the removal
+           "hook": {0, 1}}
 
 WRITER = textwrap.dedent("""\
     import json, os, subprocess, sys, time
@@ -69,6 +78,49 @@ WRITER = textwrap.dedent("""\
     """)
 
 
+# A Claude Code stand-in: it runs each hook event through `sh -c`, as Claude Code does, so
+# it is the agent process that holds the worktree. Endings: remove, end, killed (it then
+# waits to be killed by the test, mid-session).
+CLAUDE_HOST = textwrap.dedent("""\
+    import json, os, signal, subprocess, sys, time
+    vwt, repo, name, ending, marker = sys.argv[1:6]
+    base = {"session_id": f"load-{name}", "transcript_path": "/dev/null"}
+    calls = []
+    def hook(event, cwd, **fields):
+        start = time.monotonic()
+        done = subprocess.run(["/bin/sh", "-c", f"'{vwt}' hook claude-code"], cwd=cwd,
+                              input=json.dumps({**base, "hook_event_name": event, "cwd": cwd,
+                                                **fields}), capture_output=True, text=True)
+        calls.append([time.monotonic() - start, done.returncode, done.stderr])
+        return done
+    made = hook("WorktreeCreate", repo, name=name)
+    report = {"wrote": False, "create": made.returncode}
+    if made.returncode == 0:
+        path = made.stdout.strip()
+        hook("UserPromptSubmit", path, prompt="write the files")
+        hook("PreToolUse", path, tool_name="Write")
+        os.makedirs(f"{path}/work", exist_ok=True)
+        with open(f"{path}/work/{name}-committed.txt", "w") as fh:
+            fh.write(f"committed by {name}\\n")
+        subprocess.run(["git", "add", "-A"], cwd=path, check=True)
+        subprocess.run(["git", "commit", "-q", "-m", f"work of {name}"], cwd=path, check=True)
+        with open(f"{path}/work/{name}-uncommitted.txt", "w") as fh:
+            fh.write(f"uncommitted by {name}\\n")
+        report["wrote"] = True
+        hook("Stop", path)
+        if ending == "remove":
+            removed = hook("WorktreeRemove", repo, worktree_path=path)
+            report.update(code=removed.returncode, err=removed.stderr)
+        elif ending == "end":
+            hook("SessionEnd", path, reason="prompt_input_exit")
+    report["calls"] = calls
+    with open(marker, "w") as fh:
+        json.dump(report, fh)
+    if ending == "killed":
+        signal.pause()
+    """)
+
+
 class Calls:
     """Every vwt call of the run: command, seconds, exit status, stderr."""
 
@@ -99,9 +151,35 @@ class Calls:
         return "\n".join(lines)
 
 
+def claude_session(vwt: Vwt, calls: Calls, repo: Repo, name: str, ending: str,
+                   sandbox: Sandbox) -> dict[str, Any]:
+    marker = sandbox.tmp / "markers" / name
+    host = subprocess.Popen(["python3", str(sandbox.tmp / "claude_host.py"), VWT_BIN,
+                             str(repo.path), name, ending, str(marker)],
+                            cwd=repo.path, env=vwt.env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not marker.exists() and host.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if ending == "killed":
+        time.sleep(0.05)  # the marker is written: the host waits, its worktree held
+        os.killpg(host.pid, signal.SIGKILL)
+    host.wait(timeout=60)
+    report: dict[str, Any] = {"name": name, "repo": repo, "action": "claude", "wrote": False,
+                              "ending": ending}
+    report.update(json.loads(marker.read_text()))
+    for seconds, code, err in report["calls"]:
+        calls.add("hook", seconds, code, err)
+    return report
+
+
 def session(vwt: Vwt, calls: Calls, repo: Repo, k: int, action: str, sandbox: Sandbox
             ) -> dict[str, Any]:
     name = f"s{k:02d}"
+    if action == "claude":
+        return claude_session(vwt, calls, repo, name, ("remove", "end", "killed")[k // 4 % 3],
+                              sandbox)
     created = calls.run(vwt, "new", name, "--no-fetch", "--json", cwd=repo.path)
     assert created.returncode == 0, created.stderr
     marker = sandbox.tmp / "markers" / name
@@ -151,6 +229,7 @@ def test_64_sessions_over_8_repositories_lose_nothing_while_prune_loops(
         vwt: Vwt, make_repo: Any, sandbox: Sandbox) -> None:
     repos = [make_repo(f"repo{i}", commits=2) for i in range(REPOSITORIES)]
     (sandbox.tmp / "writer.py").write_text(WRITER)
+    (sandbox.tmp / "claude_host.py").write_text(CLAUDE_HOST)
     (sandbox.tmp / "markers").mkdir()
     calls = Calls()
     stop = threading.Event()
@@ -168,7 +247,7 @@ def test_64_sessions_over_8_repositories_lose_nothing_while_prune_loops(
     with ThreadPoolExecutor(SESSIONS + 1) as pool:
         pruning = pool.submit(prune_loop)
         futures = [pool.submit(session, vwt, calls, repos[k % REPOSITORIES], k,
-                               ("rm", "merge", "leave")[k % 3], sandbox)
+                               ("rm", "merge", "leave", "claude")[k % 4], sandbox)
                    for k in range(SESSIONS)]
         reports = [f.result() for f in futures]
         stop.set()
@@ -178,12 +257,20 @@ def test_64_sessions_over_8_repositories_lose_nothing_while_prune_loops(
     wrote = [r for r in reports if r["wrote"]]
     assert len(wrote) >= SESSIONS // 4, "retention took nearly every worktree before its hold"
     for r in wrote:
+        if r["action"] == "claude":
+            assert r.get("code", 0) in (0, 1), r
+            continue
         if r["action"] != "leave":
             assert r["code"] == 0, f"{r['name']}: {r['action']} failed: {r['err']}"
             outcome = json.loads(r["out"])
             assert outcome["outcome"] in ("removed", "merged"), outcome
             assert outcome["snapshot_ref"] and outcome.get("removed", True), outcome
     places = [verify_nothing_lost(vwt, calls, r) for r in wrote]
+    # no hold of a hook session outlives it: every agent process has exited or was killed
+    time.sleep(2.0)
+    left = [h for h in sandbox.vibe_home.glob("worktrees/.claims/*/*/holders/claude-*")
+            if is_locked(h)]
+    assert not left, f"holds left behind: {left}"
     doctor = calls.run(vwt, "doctor", "--json", cwd=sandbox.tmp)
     assert json.loads(doctor.stdout) == {"healthy": True, "problems": []}, doctor.stdout
 
@@ -191,7 +278,12 @@ def test_64_sessions_over_8_repositories_lose_nothing_while_prune_loops(
         assert "Traceback" not in err, err
         assert code in ALLOWED[command], f"vwt {command} exited {code}: {err}"
         assert seconds < SLOWEST_CALL, f"vwt {command} took {seconds:.1f} s"
-    print(f"\n{SESSIONS} sessions over {REPOSITORIES} repositories in {elapsed:.1f} s: "
+    hooked = [r for r in reports if r["action"] == "claude"]
+    print(f"\n{SESSIONS} sessions over {REPOSITORIES} repositories in {elapsed:.1f} s "
+          f"({len(hooked)} through vwt hook claude-code, {sum(r['wrote'] for r in hooked)} "
+          f"of them wrote; endings: "
+          + ", ".join(f"{sum(r['ending'] == e for r in hooked)} {e}"
+                      for e in ("remove", "end", "killed")) + "): "
           f"{len(wrote)} wrote and committed, {SESSIONS - len(wrote)} reaped before their "
           f"hold; {places.count('landed')} landed on main, {places.count('checkout')} found in "
           f"their checkout, "
