@@ -52,6 +52,8 @@ from .lifecycle.worktrees import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .agents.activity import Activity
+    from .agents.adopt import AdoptResult
+    from .agents.foreign import Foreign
     from .core.integration import Integration, Tips
     from .core.records import Record
     from .health.doctor import Report as DoctorReport
@@ -510,12 +512,8 @@ class Worktrees:
         return collisions.forecast(self.root, buckets, collisions.Scope(name, where))
 
     def _toplevel_or_none(self) -> str | None:
-        from .core.errors import NotARepository
-
-        try:
-            return self.repo.info.toplevel
-        except NotARepository:
-            return None
+        repo = self._repo_or_none()
+        return repo.info.toplevel if repo else None
 
     # -- hold ------------------------------------------------------------------------------
     def hold(self, name: str, holder_id: str | None = None) -> Holder:
@@ -681,6 +679,41 @@ class Worktrees:
         from .lifecycle.prune import prune
 
         return prune(self.root, keep, dry_run, self.warn, merged)
+
+    # -- other tools' worktrees --------------------------------------------------------------
+    def foreign(self, *, all_repos: bool = False) -> Sequence[Foreign]:
+        """The git worktrees other tools made (Claude Code, Codex, Cursor, `git worktree
+        add`): not managed, the main working tree excepted; of every repository that has a
+        bucket with `all_repos`. Changes nothing."""
+        from .agents.foreign import list_foreign, repos_with_buckets
+
+        if not all_repos:
+            return list_foreign(self.root, [self.repo.info])
+        repos = {info.common_dir: info for info in repos_with_buckets(self.root)}
+        here = self._repo_or_none()
+        if here is not None:
+            repos.setdefault(here.info.common_dir, here.info)
+        return list_foreign(self.root, list(repos.values()))
+
+    def adopt(self, paths: Sequence[str] = (), *, all_foreign: bool = False) -> AdoptResult:
+        """Move each worktree at `paths` (relative to `cwd`), or with `all_foreign` each one
+        `foreign()` lists, under management; `result.refused` says which were not, and why
+        (nothing of those changed)."""
+        from .agents.adopt import adopt_paths
+
+        if all_foreign == bool(paths):
+            raise VwtError("name the worktrees to adopt (PATH...), or pass --all", 2)
+        wanted = [row.path for row in self.foreign()] if all_foreign else \
+            [os.path.join(self.cwd, p) for p in paths]
+        return adopt_paths(self.root, wanted)
+
+    def _repo_or_none(self) -> Repo | None:
+        from .core.errors import NotARepository
+
+        try:
+            return self.repo
+        except NotARepository:
+            return None
 
     # -- health ----------------------------------------------------------------------------
     def doctor(self) -> DoctorReport:

@@ -360,15 +360,21 @@ def cmd_new(wt: Worktrees, ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_list(wt: Worktrees, ns: argparse.Namespace) -> int:
-    all_repos = ns.all
-    if not all_repos:
-        from .core.errors import NotARepository
+def _all_outside_a_repo(wt: Worktrees, all_repos: bool) -> bool:
+    """`--all`, or no repository here: then every repository."""
+    if all_repos:
+        return True
+    from .core.errors import NotARepository
 
-        try:
-            wt.repo  # noqa: B018 - outside a repository, list them all
-        except NotARepository:
-            all_repos = True
+    try:
+        wt.repo  # noqa: B018 - outside a repository, list them all
+    except NotARepository:
+        return True
+    return False
+
+
+def cmd_list(wt: Worktrees, ns: argparse.Namespace) -> int:
+    all_repos = _all_outside_a_repo(wt, ns.all)
     if ns.json or ns.no_status or not _stderr_on_terminal():
         rows = wt.list(all_repos=all_repos, with_status=not ns.no_status)
     else:
@@ -856,6 +862,42 @@ def cmd_uninstall(wt: Worktrees, ns: argparse.Namespace) -> int:
     from .agents.install import change_settings
 
     return change_settings(wt, ns.scope, install=False, dry_run=ns.dry_run, as_json=ns.json)
+def _foreign_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--all", action="store_true", help="every repository that has a bucket")
+
+
+def cmd_foreign(wt: Worktrees, ns: argparse.Namespace) -> int:
+    rows = wt.foreign(all_repos=_all_outside_a_repo(wt, ns.all))
+    if ns.json:
+        _print_json({"worktrees": [r.to_json() for r in rows]})
+    elif rows:
+        from .render import foreign_table
+
+        print(foreign_table(rows))
+    else:
+        print("no worktrees made by other tools", file=sys.stderr)
+    for r in rows:
+        if r.problem:
+            print(f"vwt: warning: {r.path}: {r.problem}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _adopt_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", metavar="PATH", help="a worktree's top folder")
+    p.add_argument("--all", action="store_true", help="every worktree vwt foreign lists here")
+
+
+def cmd_adopt(wt: Worktrees, ns: argparse.Namespace) -> int:
+    result = wt.adopt(ns.paths, all_foreign=ns.all)
+    for refused in result.refused:
+        print(f"vwt: refused: {refused.message}", file=sys.stderr)
+    if ns.json:
+        _print_json(result.to_json())
+    for adopted in result.adopted if not ns.json else ():
+        print(f"adopted {adopted.name}: {adopted.source} -> {adopted.path}")
+    if not (result.adopted or result.refused):
+        print("vwt: nothing to adopt", file=sys.stderr)
+    return result.exit_code
 
 
 # name: (help, handler, add its arguments, accepts --json)
@@ -903,6 +945,10 @@ SUBCOMMANDS: dict[str, tuple[str, Any, Any, bool]] = {
                   _install_args, True),
     "statusline": ("one line for Claude Code's statusLine (its status JSON on stdin): name, "
                    "branch, changes, ahead/behind, collisions", cmd_statusline, _no_args, False),
+    "foreign": ("list the git worktrees other tools made (Claude Code, Codex, Cursor, git)",
+                cmd_foreign, _foreign_args, True),
+    "adopt": ("move worktrees other tools made under management, keeping every file",
+              cmd_adopt, _adopt_args, True),
 }
 # name: what `vwt NAME --help` shows as its example (None: `vwt --help`), a command a line
 EXAMPLES: dict[str | None, str] = {
@@ -940,6 +986,8 @@ EXAMPLES: dict[str | None, str] = {
     "uninstall": "vwt uninstall claude-code\nvwt uninstall claude-code --scope local --json",
     "statusline": ('in ~/.claude/settings.json: "statusLine": {"type": "command", '
                    '"command": "vwt statusline"}'),
+    "foreign": "vwt foreign\nvwt foreign --all --json",
+    "adopt": "vwt adopt .claude/worktrees/feat-auth\nvwt adopt --all --json",
 }
 COMPLETE = "__complete"
 

@@ -11,8 +11,10 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import TextIO
 
+    from .agents.foreign import Foreign
     from .api import Listed
 
 RESET = "\033[0m"
@@ -72,11 +74,15 @@ def _count(value: int | None) -> str:
 def landed(row: Listed) -> str:
     """The LANDED column: how the worktree's commits are in the target (`merged`,
     `squashed`, ...), `no` when they are not, `-` when it has none or it is unknown."""
-    if row.target is None or row.ahead == 0:
+    return _landed(row.target is not None, row.ahead, row.integrated)
+
+
+def _landed(has_target: bool, ahead: int | None, integrated: str | None) -> str:
+    if not has_target or ahead == 0:
         return "-"
-    if row.integrated is None:
+    if integrated is None:
         return "no"
-    return LANDED_WORDS.get(row.integrated, row.integrated)
+    return LANDED_WORDS.get(integrated, integrated)
 
 
 LANDED_WORDS = {
@@ -128,6 +134,20 @@ def list_table(rows: list[Listed], colour: bool) -> str:
     colours: list[list[str | None]] = [[DIM] * len(HEADER)]
     colours += [[_cell_colour(x, r) for x in range(len(HEADER))] for r in rows]
     return table(cells, colours, colour)
+
+
+FOREIGN_HEADER = ["MADE BY", "BRANCH", "AHEAD", "CHANGES", "LANDED", "LOCKED", "IN USE", "PATH"]
+
+
+def foreign_table(rows: Sequence[Foreign]) -> str:
+    """`vwt foreign`: AHEAD counts the commits not in the target branch."""
+    cells = [FOREIGN_HEADER] + [
+        [r.made_by, r.branch or "(detached)", _count(r.ahead), _count(r.changes),
+         _landed(r.ahead is not None, r.ahead, r.integrated), "yes" if r.locked else "no",
+         "yes" if r.in_use else "no", r.path]
+        for r in rows
+    ]
+    return table(cells)
 
 
 class Progress:

@@ -215,6 +215,10 @@ def test_every_tool_result_matches_its_schema(box: Box) -> None:
         assert (await checked(client, "sync", name="tour"))["outcome"] == "kept_dirty"
         merged = await checked(client, "merge", name="tour", commit=True, message="Notes")
         assert merged["outcome"] == "merged" and merged["removed"] is True
+        box.git("worktree", "add", "-q", "-b", "theirs", str(box.tmp / "theirs"))
+        assert (await checked(client, "foreign"))["worktrees"][0]["branch"] == "theirs"
+        adopted = await checked(client, "adopt", paths=[str(box.tmp / "theirs")])
+        assert adopted["adopted"][0]["name"] == "theirs"
         await checked(client, "prune", keep=0, dry_run=True)
         missing = await client.call_tool("remove", {"name": "nobody"})
         assert missing.is_error

@@ -188,3 +188,51 @@ def _milliseconds_left(deadline: float | None) -> float | None:
 def _check(deadline: float | None, args: list[str]) -> None:
     if deadline is not None and time.monotonic() >= deadline:
         raise TimedOut(f"{' '.join(args[:3])} ran out of time")
+
+
+def processes_inside(folders: list[str]) -> dict[str, list[int]]:
+    """folder -> the ids of the processes (ours excepted) whose current directory is that
+    folder or inside it. Linux reads /proc; elsewhere `lsof` is asked, best effort. Other
+    users' processes are seen only where the system lets us (as root, always)."""
+    wanted = {os.path.realpath(f): f for f in folders}
+    found: dict[str, list[int]] = {f: [] for f in folders}
+    for pid, cwd in _process_cwds():
+        for real, folder in wanted.items():
+            if cwd == real or cwd.startswith(real + "/"):
+                found[folder].append(pid)
+    return found
+
+
+def _process_cwds() -> list[tuple[int, str]]:
+    me = os.getpid()
+    if os.path.isdir("/proc/self/cwd"):
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == me:
+                continue
+            try:
+                found.append((int(entry), os.readlink(f"/proc/{entry}/cwd")))
+            except OSError:  # gone meanwhile, or another user's
+                continue
+        return found
+    return [(pid, cwd) for pid, cwd in _lsof_cwds() if pid != me]
+
+
+def _lsof_cwds() -> list[tuple[int, str]]:
+    """`lsof -d cwd -F pn`: the current directory of every process lsof may see."""
+    program = find_program("lsof", os.environ.get("PATH", "") + ":/usr/sbin:/usr/bin")
+    if program is None:
+        return []
+    try:
+        child = Process(program, [program, "-w", "-d", "cwd", "-F", "pn"], dict(os.environ),
+                        new_session=True)
+        out, _err = child.communicate(timeout=10.0)
+    except (OSError, TimedOut):
+        return []
+    found, pid = [], None
+    for line in out.splitlines():
+        if line.startswith("p") and line[1:].isdigit():
+            pid = int(line[1:])
+        elif line.startswith("n") and pid is not None:
+            found.append((pid, line[1:]))
+    return found

@@ -244,9 +244,21 @@ def _tools(session: Session) -> list[tuple[str, Any]]:
         return _call(lambda: _result(session.worktrees(directory).conflicts(
             name, all_repos=all_repos, path=path).to_json()))
 
+    def foreign(all_repos: bool = False, directory: str | None = None) -> Any:
+        return _call(lambda: _result({"worktrees": [
+            r.to_json() for r in session.worktrees(directory).foreign(all_repos=all_repos)]}))
+
+    def adopt(paths: list[str] | None = None, all: bool = False,
+              directory: str | None = None) -> Any:
+        def run() -> Any:
+            result = session.worktrees(directory).adopt(paths or (), all_foreign=all)
+            return _result(result.to_json(), is_error=bool(result.refused))
+        return _call(run)
+
     return [("create", create), ("list", list_worktrees), ("status", status),
             ("remove", remove), ("snapshot", snapshot), ("restore", restore), ("prune", prune),
-            ("merge", merge), ("sync", sync), ("conflicts", conflicts)]
+            ("merge", merge), ("sync", sync), ("conflicts", conflicts), ("foreign", foreign),
+            ("adopt", adopt)]
 
 
 DESCRIPTIONS = {
@@ -333,6 +345,24 @@ DESCRIPTIONS = {
         "would conflict when merged into the target branch, a pair's `overlap` the paths both "
         "changed and its `conflicts` those that would conflict between them. `all_repos`: "
         "every repository."
+    ),
+    "foreign": (
+        "List the git worktrees other tools made (Claude Code's .claude/worktrees/, Codex, "
+        "Cursor, plain `git worktree add`) that vwt does not manage, the main working tree "
+        "excepted; `all_repos`: of every repository vwt knows. Changes nothing. Returns "
+        "{worktrees: [{path, repo_root, branch, head, made_by, locked, in_use, changes, "
+        "untracked, ahead, integrated}]}: `ahead` counts its commits not in the target "
+        "branch, `integrated` says why they are already there (or is null)."
+    ),
+    "adopt": (
+        "Bring worktrees other tools made under management: each of `paths` (their top "
+        "folders; relative ones to `directory`), or with `all: true` each one `foreign` "
+        "lists, is moved into the managed root with every file, index entry, stash and "
+        "branch as it was, and is then held, listed, snapshotted and removed like any other. "
+        "Refused, with nothing changed: locked, in use (a process's current directory is "
+        "inside), the main working tree, another filesystem, submodules, a detached HEAD, "
+        "already managed. Returns {adopted: [{path, name, from, branch, made_by, bucket}], "
+        "refused: [{path, reason, message}]}; an error result when any was refused."
     ),
 }
 

@@ -28,6 +28,7 @@ from ..core.locks import (
     someone_waiting,
 )
 from ..core.records import CorruptRecord, read_limited, write_record
+from . import adoption
 from .remove import (
     Doomed,
     SnapshotFailed,
@@ -208,15 +209,21 @@ def _settle_reservations(found: list[Entry], dry_run: bool, result: PruneResult,
             continue
         if STARTING in _live(entry):
             continue
+        # an adoption holds `.starting` from start to end: dead, it needs no grace period
+        adopted = adoption.source_of(entry.record) is not None
         if is_empty_dir(claim.checkout):
-            if now - entry.record.claimed_epoch() < RESERVATION_GRACE:
+            if not adopted and now - entry.record.claimed_epoch() < RESERVATION_GRACE:
                 continue
             if not dry_run:
+                if adopted:
+                    adoption.release_source(claim, entry.record)
                 if os.path.isdir(claim.checkout) and not os.path.islink(claim.checkout):
                     os.rmdir(claim.checkout)
                 drop_record_and_folders(claim)
                 tidy_claim_folders(claim)
             result.reservations_discarded.append(_label(entry))
+        elif adopted and not dry_run:
+            _finish_adoption(entry, warn)
         elif entry.recovery is not None:
             if now - entry.record.claimed_epoch() >= RESERVATION_GRACE and not dry_run:
                 _undo_interrupted_restore(entry, warn)
@@ -273,6 +280,16 @@ def _finish_unfinished(entry: Entry, warn: Warn) -> None:
         return
     warn(f"{entry.name}: git never finished checking out {checkout.path}; its index is "
          f"repaired, and `git checkout -- .` there brings back the files git did not write")
+
+
+def _finish_adoption(entry: Entry, warn: Warn) -> None:
+    assert entry.record is not None
+    try:
+        adoption.finish_interrupted(entry.claim, entry.record)
+    except VwtError as exc:
+        warn(f"{entry.name}: an interrupted adoption left {entry.claim.checkout}: {exc}")
+        return
+    warn(f"{entry.name}: finished an interrupted adoption")
 
 
 def _undo_interrupted_restore(entry: Entry, warn: Warn) -> None:
