@@ -3,7 +3,6 @@ stash and branch as it was; refused, with nothing changed, when a move is not sa
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -223,12 +222,66 @@ def test_a_kill_mid_adoption_loses_nothing_and_prune_repairs_it(repo, vwt, step)
     assert vwt.ok("doctor").out.strip() == "healthy"
 
 
-def test_the_lock_reason_of_an_interrupted_adoption_is_ours_and_names_the_destination(
-        repo, vwt):
+def test_adopt_run_again_after_a_kill_finishes_the_move_and_reports_it(repo, vwt):
     source = claude_code_worktree(repo, "feat")
+    repo.write("wip.txt", base=source)
     vwt("adopt", str(source), env_extra={"VWT_CRASH_AT": "adopt.moved"})
-    listed = repo.git("worktree", "list", "--porcelain")
-    assert f"locked vwt adopt: moving it to {repo.checkout('feat')}" in listed
-    refused = adopt(vwt, str(source), code=1)
-    assert refused["refused"][0]["reason"] == "not_found", "it is not there any more"
-    assert json.loads(repo.record_path("feat").read_text())["base_commit"] is None
+    moved = repo.checkout("feat")
+    assert f"locked vwt adopt: moving it to {moved}" in worktree_list(repo), \
+        "the lock's reason says who locked it and why"
+    assert repo.record("feat")["base_commit"] is None
+
+    again = adopt(vwt, str(source))
+
+    assert again["adopted"] == [{"path": str(moved), "name": "feat", "from": str(source),
+                                 "branch": "worktree-feat", "made_by": "claude-code",
+                                 "bucket": repo.bucket}]
+    assert repo.record("feat")["base_commit"] == repo.head()
+    assert "locked" not in worktree_list(repo)
+    assert (moved / "wip.txt").exists()
+    assert adopt(vwt, str(source)) == again, "adopting it once more changes nothing"
+
+
+# -- a full disk ------------------------------------------------------------------------------
+def _fill(folder: Path, leave: int) -> Path:
+    """Fill the filesystem of `folder`, then free `leave` bytes."""
+    filler = folder / "filler"
+    with open(filler, "wb") as handle:
+        try:
+            while True:
+                handle.write(b"\0" * 65536)
+                handle.flush()
+        except OSError:
+            pass
+    size = filler.stat().st_size
+    os.truncate(filler, max(0, size - leave))
+    return filler
+
+
+@pytest.mark.slow
+def test_adopt_on_a_full_disk_succeeds_or_says_so_and_loses_nothing(sandbox, small_tmpfs, vwt):
+    from conftest import _init_repo
+
+    for leave in (0, 4096, 8192, 12288, 16384, 65536):
+        folder = small_tmpfs / f"k{leave}"
+        folder.mkdir()
+        repo = _init_repo(sandbox, vwt.layout, folder / "repo", commits=1)
+        source = claude_code_worktree(repo, "feat")
+        repo.write("wip.txt", base=source)
+        before = fingerprint(repo, source)
+        home = {"VIBE_HOME": str(folder / "vibe")}
+        vwt.ok("list", env_extra=home, cwd=repo.path)  # the home's folders exist
+        filler = _fill(small_tmpfs, leave)
+
+        first = vwt("adopt", str(source), env_extra=home, cwd=repo.path)
+
+        if first.code != 0:
+            assert first.code == 1 and "No space left on device" in first.err, str(first)
+            assert len(first.err_lines) == 1, str(first)
+        filler.unlink()
+        vwt.ok("prune", env_extra=home, cwd=repo.path)
+        again = vwt("adopt", str(source), "--json", env_extra=home, cwd=repo.path)
+        assert again.code == 0, f"K={leave}: {first}\n{again}"
+        moved = Path(again.json()["adopted"][0]["path"])
+        assert fingerprint(repo, moved) == before
+        assert vwt.ok("doctor", env_extra=home, cwd=repo.path).out.strip() == "healthy"

@@ -13,14 +13,23 @@ from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import NotARepository, VwtError
-from ..core.layout import Claim, Root
-from ..core.locks import Holder, prune_lock
+from ..core.layout import Claim, Root, is_empty_dir
+from ..core.locks import STARTING, Holder, acquire_holder, prune_lock
 from ..core.names import candidate_names, path_segment_problem, random_slug, slugify
 from ..core.processes import processes_inside
 from ..core.records import Record, utc_now
-from ..lifecycle.adoption import Refused, adoption_record, linked_checkout, lock_reason, move_in
+from ..lifecycle.adoption import (
+    Refused,
+    adoption_record,
+    finish_interrupted,
+    linked_checkout,
+    lock_reason,
+    made_by_of,
+    move_in,
+    source_of,
+)
 from ..lifecycle.create import _reserve, _unreserve
-from ..lifecycle.worktrees import Checkout, Repo
+from ..lifecycle.worktrees import Checkout, Repo, load_entry
 from .foreign import made_by
 
 NOT_FOUND = "not_found"
@@ -82,6 +91,10 @@ def adopt_paths(root: Root, paths: list[str]) -> AdoptResult:
 
 
 def _adopt_one(root: Root, path: str) -> Adopted:
+    if not os.path.lexists(path):
+        earlier = _adopted_before(root, path)
+        if earlier is not None:
+            return earlier
     repo, source = _worktree_at(root, path)
     _check_movable(source)
     users = processes_inside([path])[path]
@@ -107,6 +120,41 @@ def _adopt_one(root: Root, path: str) -> Adopted:
         raise
     starting.release()
     return Adopted(claim.checkout, claim.name, path, record.branch, tool, claim.bucket)
+
+
+def _adopted_before(root: Root, path: str) -> Adopted | None:
+    """The worktree adopted from `path` already: the same command run twice, or again after
+    it failed half way (a full disk, a kill), which is then finished as prune would."""
+    for bucket in root.buckets():
+        for claim in root.claims_in(bucket):
+            entry = load_entry(claim)
+            record = entry.record if entry else None
+            if record is None or source_of(record) != path:
+                continue
+            if record.reserved:
+                record = _finish_reserved(claim, record)
+                if record is None:
+                    return None
+            return Adopted(claim.checkout, claim.name, path, record.branch, made_by_of(record),
+                           bucket)
+    return None
+
+
+def _finish_reserved(claim: Claim, record: Record) -> Record | None:
+    """Finish an adoption that moved the folder and then stopped; None when it had not
+    moved it (prune drops that reservation)."""
+    with prune_lock(claim.root):
+        try:
+            starting = acquire_holder(claim, STARTING)
+        except VwtError:
+            raise Refused(IN_USE, f"{claim.checkout} is being adopted by another process "
+                          "right now") from None
+    try:
+        if is_empty_dir(claim.checkout):
+            return None
+        return finish_interrupted(claim, record)
+    finally:
+        starting.release()
 
 
 def _worktree_at(root: Root, path: str) -> tuple[Repo, Checkout]:

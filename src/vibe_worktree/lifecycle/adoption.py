@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 
 from ..core import git as g
-from ..core.errors import ValidationFailed, VwtError
+from ..core.errors import GitFailed, VwtError
 from ..core.faults import checkpoint
 from ..core.layout import Claim, unlink_if_exists
 from ..core.records import Record, write_record
@@ -67,6 +67,12 @@ def source_of(record: Record) -> str | None:
     return source if isinstance(source, str) and os.path.isabs(source) else None
 
 
+def made_by_of(record: Record) -> str:
+    adopted = record.extra.get(ADOPTED)
+    tool = adopted.get("made_by") if isinstance(adopted, dict) else None
+    return tool if isinstance(tool, str) else "git"
+
+
 def adoption_record(record: Record, source: str, made_by: str) -> Record:
     return record._replace(extra={**record.extra, ADOPTED: {"from": source, "made_by": made_by}})
 
@@ -88,11 +94,11 @@ def _lock(admin_dir: str, destination: str) -> bool:
     temp = f"{admin_dir}/.locked.{os.urandom(6).hex()}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        os.write(fd, f"{LOCK_REASON}{destination}\n".encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
+        try:
+            os.write(fd, f"{LOCK_REASON}{destination}\n".encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.link(temp, f"{admin_dir}/locked")
         return True
     except FileExistsError:
@@ -142,10 +148,9 @@ def _finish(claim: Claim, record: Record) -> Record:
     """Steps 4 to 6, also for prune after a kill: idempotent."""
     checkout = validate_for_reuse(claim, record, "")
     repo_git = g.Git(checkout.common_dir)
-    repo_git.run("worktree", "repair", claim.checkout, check=False)
+    repaired = repo_git.run("worktree", "repair", claim.checkout, check=False)
     if _admin_points_at(checkout) is False:
-        raise ValidationFailed(f"git worktree repair did not update {checkout.admin_dir}; "
-                               f"run: git worktree repair {claim.checkout}")
+        raise GitFailed(f"git worktree repair failed: {g.first_line(repaired.stderr)}")
     checkpoint("adopt.repaired")
     _unlock(checkout.admin_dir, claim.checkout)
     final = record.with_base(base_commit(repo_git, g.head_commit(checkout.git)))
