@@ -592,18 +592,36 @@ def cmd_prune(wt: Worktrees, ns: argparse.Namespace) -> int:
     if ns.json:
         _print_json(result.to_json())
         return EXIT_OK
+    would = "would " if ns.dry_run else ""
     verb = "would remove" if ns.dry_run else "removed"
     for item in result.removed:
-        print(f"{verb} {item['bucket']}/{item['name']} ({item['reason']})")
+        print(f"{verb} {item['bucket']}/{item['name']} ({item['reason']}{_work_kept(item)})")
     for item in result.kept:
-        print(f"kept {item['bucket']}/{item['name']}: {item['reason']}")
+        print(f"{'would keep' if ns.dry_run else 'kept'} {item['bucket']}/{item['name']}: "
+              f"{item['reason']}")
     for item in result.reservations_discarded:
-        print(f"discarded reservation {item['bucket']}/{item['name']}")
+        print(f"{would}{'discard' if ns.dry_run else 'discarded'} reservation "
+              f"{item['bucket']}/{item['name']}")
     if result.stale_holders_removed:
-        print(f"stale holders removed: {result.stale_holders_removed}")
-    if not (result.removed or result.kept or result.reservations_discarded):
+        print(f"{'would remove' if ns.dry_run else 'removed'} {result.stale_holders_removed} "
+              "stale holder file(s)")
+    if result.trash_deleted:
+        print(f"{'would delete' if ns.dry_run else 'deleted'} {result.trash_deleted} "
+              "leftover(s) of interrupted removals in .trash")
+    if not (result.removed or result.kept or result.reservations_discarded
+            or result.stale_holders_removed or result.trash_deleted):
         print("nothing to prune", file=sys.stderr)
     return EXIT_OK
+
+
+def _work_kept(item: dict[str, Any]) -> str:
+    """`; 2 uncommitted change(s), 1 commit(s) of its own, kept in its snapshot` or ``."""
+    parts = []
+    if item.get("changes"):
+        parts.append(f"{item['changes']} uncommitted change(s)")
+    if item.get("ahead"):
+        parts.append(f"{item['ahead']} commit(s) of its own")
+    return f"; {', '.join(parts)}, kept in its snapshot" if parts else ""
 
 
 def cmd_schema(_wt: Worktrees, ns: argparse.Namespace) -> int:

@@ -335,6 +335,20 @@ def test_background_hook_timeout_kills_it_and_releases_the_worktree(
     assert "timed out" in log.read_text()
 
 
+def test_a_finished_background_hook_deletes_its_holder_file_and_doctor_stays_healthy(
+        repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
+    for status in (0, 3):  # a failing hook's hold is as finished as a passing one's
+        user_hooks(sandbox, hook_entry("quick", f"exit {status}", background=True))
+        name = f"done-{status}"
+        doc = vwt.new(name)
+        assert doc["hooks"][0]["status"] == "started"
+        log = sandbox.vibe_home / "logs" / "worktree" / doc["bucket"] / name / "quick.log"
+        assert _wait_for(lambda: f"exited with status {status}" in log.read_text()
+                         and not repo.holders_dir(name).exists()), \
+            list(repo.holders_dir(name).iterdir())
+    assert vwt("doctor").code == 0, vwt("doctor").out
+
+
 def test_background_flag_on_other_types_is_a_malformed_entry(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     user_hooks(sandbox, textwrap.dedent("""\

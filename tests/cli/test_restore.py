@@ -169,3 +169,29 @@ def test_restore_never_overwrites_something_at_the_checkout_path(repo, vwt):
     assert (path / "mine.txt").read_text() == "written after the removal\n"
     assert repo.recovery_path("occupied").exists()
     assert repo.ref_exists("refs/vibe/reaped/occupied")
+
+
+def test_clean_rm_of_a_merged_then_restored_worktree_drops_its_landed_snapshot(repo, vwt):
+    path = Path(vwt.new("alpha")["path"])
+    repo.commit("alpha work", {"alpha.txt": "alpha\n"}, cwd=path)
+    vwt.ok("merge", "alpha", "--no-fetch")
+    vwt.ok("restore", "alpha")
+    removed = vwt.ok("rm", "alpha", "--json").json()
+    assert removed["outcome"] == "removed"
+    assert not repo.ref_exists("refs/vibe/reaped/alpha")  # its work is on main: nothing lost
+    assert not repo.claim("alpha").exists()
+    assert vwt("doctor").code == 0, vwt("doctor").out
+    assert vwt.new("alpha")["created"]  # the name is free again
+
+
+def test_clean_rm_keeps_an_earlier_snapshot_with_work_of_its_own_restorable(repo, vwt):
+    path = Path(vwt.new("beta")["path"])
+    repo.write("idea.txt", "only in the snapshot\n", base=path)
+    vwt.ok("snapshot", "beta")
+    (path / "idea.txt").unlink()
+    result = vwt.ok("rm", "beta", "--json")
+    assert "earlier snapshot refs/vibe/reaped/beta is kept" in result.err
+    assert repo.ref_exists("refs/vibe/reaped/beta")
+    assert vwt("doctor").code == 0, vwt("doctor").out
+    vwt.ok("restore", "beta")
+    assert (path / "idea.txt").read_text() == "only in the snapshot\n"

@@ -724,6 +724,11 @@ def set_ref(git: Git, ref: str, commit: str) -> None:
     git.run("update-ref", ref, commit)
 
 
+def delete_ref(git: Git, ref: str, expected: str) -> bool:
+    """Delete `ref` only while it still points at `expected`."""
+    return git.ok("update-ref", "-d", ref, expected)
+
+
 def ref_names(git: Git, prefix: str) -> list[str]:
     """Full names of the refs under `prefix` (such as `refs/vibe/reaped/`), sorted."""
     out = git.out("for-each-ref", "--format=%(refname)", prefix)

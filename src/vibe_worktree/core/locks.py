@@ -12,6 +12,7 @@ import fcntl
 import os
 import stat
 import time
+from contextlib import suppress
 
 from .errors import HeldError, VwtError, disk_is_full
 from .layout import Claim, Root, ensure_dir, first_planted, rmdir_if_empty, unlink_if_exists
@@ -264,7 +265,8 @@ class Holder:
             return
         with registry_lock(self.claim.root):
             if valid_holder_id(new_id) and new_id != self.id:
-                os.rename(self.path, os.path.join(self.claim.holders_dir, new_id))
+                with suppress(FileNotFoundError):  # the child already ended and let go
+                    os.rename(self.path, os.path.join(self.claim.holders_dir, new_id))
                 self.id = new_id
             os.close(self._fd)
             self._fd = None
@@ -325,3 +327,27 @@ def wait_for_holder_release(claim: Claim, holder_id: str, timeout: float) -> boo
             return False
         time.sleep(0.02)
     return True
+
+
+def let_go_inherited(claim: Claim, fd: int) -> None:
+    """End a hold handed over to this process (`Holder.hand_over`): delete the holder file
+    locked through `fd`, found by its identity whatever name it has by now, then unlock.
+
+    A finished background hook thus leaves no stale holder file behind (SPEC §11)."""
+    with registry_lock(claim.root):
+        mine = os.fstat(fd)
+        try:
+            names = os.listdir(claim.holders_dir)
+        except OSError:
+            names = []
+        for name in names:
+            path = os.path.join(claim.holders_dir, name)
+            try:
+                found = os.lstat(path)
+            except OSError:
+                continue
+            if (found.st_dev, found.st_ino) == (mine.st_dev, mine.st_ino):
+                unlink_if_exists(path)
+        os.close(fd)
+        if rmdir_if_empty(claim.holders_dir):
+            rmdir_if_empty(claim.folder)

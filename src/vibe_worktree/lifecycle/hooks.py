@@ -407,7 +407,7 @@ def _start_background(runner: Runner, hook: Hook, ctx: Context, cwd: str,
             out.flush()
             child = subprocess.Popen(
                 [sys.executable, "-m", "vibe_worktree.lifecycle.hook_supervisor", str(hook.timeout),
-                 hook.command],
+                 hook.command, *_holder_args(claim, fds)],
                 cwd=cwd, env=ctx.env(hook), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                 start_new_session=True, close_fds=True, pass_fds=fds,
             )
@@ -419,6 +419,12 @@ def _start_background(runner: Runner, hook: Hook, ctx: Context, cwd: str,
         raise
     return HookResult(hook.name, hook.type, hook.source, STARTED, None)
 
+
+def _holder_args(claim: Claim | None, fds: tuple[int, ...]) -> list[str]:
+    """How the supervisor finds the hold it inherits, to delete it when the hook ends."""
+    if claim is None or not fds:
+        return []
+    return [claim.root.path, claim.bucket, claim.name, str(fds[0])]
 
 
 # -- the commands' entry points ---------------------------------------------------------------

@@ -44,6 +44,7 @@ from .remove import (
     snapshot_problem,
     target_for,
     tidy_claim_folders,
+    trash_leftovers,
 )
 from .unfinished import (
     drop_created_branch,
@@ -59,6 +60,7 @@ from .worktrees import (
     READY,
     RESERVED,
     Entry,
+    Inspection,
     MissingAdmin,
     entries,
     repo_git_for,
@@ -83,6 +85,7 @@ class PruneResult:
         self.kept: list[dict[str, object]] = []
         self.reservations_discarded: list[dict[str, object]] = []
         self.stale_holders_removed = 0
+        self.trash_deleted = 0  # leftovers of interrupted removals (`.trash`), not in the JSON
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -176,9 +179,13 @@ def _tidy(root: Root, dry_run: bool, result: PruneResult, warn: Warn) -> list[En
         if entry.state == BROKEN:
             warn(f"{entry.claim.folder}: {entry.problem}; left alone")
     _settle_reservations(found, dry_run, result, warn)
-    if not dry_run:
-        if empty_trash(root) is None:
+    if dry_run:
+        result.trash_deleted = len(trash_leftovers(root))
+    else:
+        deleted = empty_trash(root)
+        if deleted is None:
             warn(f"{root.trash} is not a real directory; left alone")
+        result.trash_deleted = deleted or 0
         found = entries(root, root.buckets())  # settling changed some of them
     return found
 
@@ -470,8 +477,17 @@ def _plan(entry: Entry, result: PruneResult, reason: str) -> int:
     if problem and (entry.state != MISSING):
         result.kept.append(_label(entry, reason=f"snapshot failed: {problem}"))
         return 0
-    result.removed.append(_label(entry, snapshot_ref=entry.claim.snapshot_ref, reason=reason))
+    result.removed.append(_label(entry, snapshot_ref=entry.claim.snapshot_ref, reason=reason,
+                                 **_work(inspection if not problem else None)))
     return 1
+
+
+def _work(inspection: Inspection | None) -> dict[str, object]:
+    """What the snapshot of a removed worktree keeps: its uncommitted changes and its commits
+    since its base (a person reading the plan sees which worktrees hold work)."""
+    if inspection is None:
+        return {}
+    return {"changes": inspection.changes, "ahead": inspection.ahead}
 
 
 class _Saved(NamedTuple):
@@ -527,5 +543,6 @@ def _remove_held(holds: list[tuple[Entry, Holder]], result: PruneResult,
     remove_all([item.doomed for _entry, item in ready])
     for entry, item in ready:
         result.removed.append(_label(entry, snapshot_ref=item.doomed.snapshot_ref,
-                                     reason=reasons.get(id(entry), RETENTION)))
+                                     reason=reasons.get(id(entry), RETENTION),
+                                     **_work(item.doomed.inspection)))
     return len(ready)

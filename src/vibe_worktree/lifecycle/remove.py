@@ -243,20 +243,29 @@ _TRASH_NAME = re.compile(r".+-[0-9a-f]{32}")  # `.trash/<bucket>-<name>-<32 hex>
 _HEX32 = re.compile(r"[0-9a-f]{32}")
 
 
+def trash_leftovers(root: Root, prefix: str = "") -> list[str]:
+    """The `.trash` entries named as ours (only those starting with `<bucket>-<name>-` when
+    `prefix` says so); none when `.trash` is not a real directory."""
+    try:
+        if not stat.S_ISDIR(os.lstat(root.trash).st_mode):
+            return []
+        names = os.listdir(root.trash)
+    except FileNotFoundError:
+        return []
+    if prefix:
+        return [n for n in names if n.startswith(prefix) and _HEX32.fullmatch(n, len(prefix))]
+    return [n for n in names if _TRASH_NAME.fullmatch(n)]
+
+
 def empty_trash(root: Root, prefix: str = "") -> int | None:
-    """Finish deleting what interrupted removals moved aside: the `.trash` entries named as
-    ours, only those starting with `<bucket>-<name>-` when `prefix` says so. Returns how
+    """Finish deleting what interrupted removals moved aside: `trash_leftovers`. Returns how
     many, or None when `.trash` is not a real directory (it is then left alone)."""
     try:
         if not stat.S_ISDIR(os.lstat(root.trash).st_mode):
             return None
-        names = os.listdir(root.trash)
     except FileNotFoundError:
         return 0
-    if prefix:
-        ours = [n for n in names if n.startswith(prefix) and _HEX32.fullmatch(n, len(prefix))]
-    else:
-        ours = [n for n in names if _TRASH_NAME.fullmatch(n)]
+    ours = trash_leftovers(root, prefix)
     for name in ours:
         delete_trash(f"{root.trash}/{name}")
     return len(ours)
@@ -310,6 +319,7 @@ def remove_all(doomed: Sequence[Doomed]) -> list[tuple[bool, str]]:
         if item.snapshot_ref:
             write_recovery(item.target.claim.recovery_path,
                            recovery_for(item.target, item.snapshot_ref))
+    stale = _earlier_snapshots([item for item in doomed if not item.snapshot_ref])
     checkpoint("rm.recovery_written")
     trashes = [move_to_trash(item.target.claim) for item in doomed]
     checkpoint("rm.trashed")
@@ -328,8 +338,39 @@ def remove_all(doomed: Sequence[Doomed]) -> list[tuple[bool, str]]:
     for item in doomed:
         drop_record_and_folders(item.target.claim)
     checkpoint("rm.record_dropped")
+    for repo_git, ref, commit in stale:
+        g.delete_ref(repo_git, ref, commit)
+    for i, item in enumerate(doomed):
+        claim = item.target.claim
+        if not item.snapshot_ref and os.path.lexists(claim.recovery_path):
+            kept = (f"its earlier snapshot {claim.snapshot_ref} is kept (vwt restore "
+                    f"{claim.name} brings it back)")
+            results[i] = (results[i][0], "; ".join(filter(None, [results[i][1], kept])))
     g.map_parallel(delete_trash, trashes)
     return results
+
+
+def _earlier_snapshots(unsaved: Sequence[Doomed]) -> list[tuple[g.Git, str, str]]:
+    """A removal that saves no snapshot of its own may find one an earlier command left under
+    the name (a merge, then a restore, then a clean `rm`), which no record would name once
+    the worktree is gone (SPEC §11). Such a snapshot is dropped when it holds nothing the
+    target branch lacks; else a recovery record keeps it restorable. Returns the refs to
+    delete (repository, ref, the commit it must still point at)."""
+    doomed: list[tuple[g.Git, str, str]] = []
+    for item in unsaved:
+        claim = item.target.claim
+        if os.path.lexists(claim.recovery_path):  # it already names the snapshot
+            continue
+        commit = g.commit_of(item.target.repo_git, claim.snapshot_ref)
+        if commit is None:
+            continue
+        from ..core.integration import integrated
+
+        if integrated(item.target.repo_git, commit) is not None:
+            doomed.append((item.target.repo_git, claim.snapshot_ref, commit))
+        else:
+            write_recovery(claim.recovery_path, recovery_for(item.target, claim.snapshot_ref))
+    return doomed
 
 
 def _unregister(repo_git: g.Git, checkouts: list[str]) -> None:
