@@ -212,9 +212,10 @@ def test_restore_crash_then_retry_restore(repo: GitRepo, step: str) -> None:
                                    ("restore", "restore.recorded")])
 def test_interrupted_command_leaves_no_stale_recovery(repo: GitRepo, crash: tuple[str, str]
                                                       ) -> None:
-    """After the repair, a later clean removal must free the name (spec: a clean removal
-    leaves no recovery record and frees the name).  A recovery.json left next to a live
-    record survives that removal and keeps the name reserved for a stale snapshot."""
+    """After the repair, a later clean removal leaves nothing stale: no recovery.json left
+    over next to a live record.  The snapshot the earlier rm took still holds work the
+    target branch lacks, so the clean removal keeps it restorable with a fresh recovery
+    record (SPEC §11) instead of leaving a ref no record names."""
     command, step = crash
     checkout = new_worktree(repo)
     make_dirty(checkout, repo)
@@ -229,8 +230,12 @@ def test_interrupted_command_leaves_no_stale_recovery(repo: GitRepo, crash: tupl
     assert files_present(checkout, DIRTY)
     repo.git("reset", "-q", "--hard", cwd=checkout)  # the user throws the changes away
     repo.git("clean", "-qfd", cwd=checkout)
-    assert repo.ok("rm", "feat", "--json").json()["outcome"] == "removed"
-    repo.ok("new", "feat", "--json")
+    removed = repo.ok("rm", "feat", "--json")
+    assert removed.json()["outcome"] == "removed"
+    assert "earlier snapshot refs/vibe/reaped/feat is kept" in removed.stderr
+    assert repo.vwt("doctor").returncode == 0
+    repo.ok("restore", "feat", "--json")
+    assert files_present(checkout, DIRTY)
 
 
 def test_prune_of_a_missing_checkout_never_deletes_a_branch_checked_out_elsewhere(
