@@ -343,9 +343,11 @@ def test_a_finished_background_hook_deletes_its_holder_file_and_doctor_stays_hea
         doc = vwt.new(name)
         assert doc["hooks"][0]["status"] == "started"
         log = sandbox.vibe_home / "logs" / "worktree" / doc["bucket"] / name / "quick.log"
-        assert _wait_for(lambda: f"exited with status {status}" in log.read_text()
-                         and not repo.holders_dir(name).exists()), \
-            list(repo.holders_dir(name).iterdir())
+        def finished(log: Path = log, name: str = name, status: int = status) -> bool:
+            return (f"exited with status {status}" in log.read_text()
+                    and not repo.holders_dir(name).exists())
+
+        assert _wait_for(finished), list(repo.holders_dir(name).iterdir())
     assert vwt("doctor").code == 0, vwt("doctor").out
 
 
