@@ -952,3 +952,19 @@ def waiter(sandbox: Sandbox) -> Waiter:
         )
     )
     return Waiter(script, sandbox.tmp / "waiter.started", sandbox.tmp / "waiter.release")
+
+
+def make_racily_clean(repo: Repo, checkout: Path, rel: str, text: str) -> None:
+    """Rewrite `rel` in `checkout` with `text` of the same size inside the clock tick of its
+    index: git can then tell the change only by the index file's own mtime (a "racily
+    clean" entry), which every copy of the index must keep. The file's ctime cannot be set
+    back; git is told not to trust it, as when the rewrite falls in the tick of the write."""
+    repo.git("config", "core.trustctime", "false", cwd=checkout)
+    path = checkout / rel
+    assert len(text.encode()) == path.stat().st_size, "the point is an unchanged size"
+    tick = path.stat().st_mtime_ns
+    path.write_text(text)
+    os.utime(path, ns=(tick, tick))
+    index = Path(repo.git("rev-parse", "--path-format=absolute", "--git-path", "index",
+                          cwd=checkout))
+    os.utime(index, ns=(tick, tick))

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from conftest import make_racily_clean
+
 LIVE_SECONDS = 2.0  # §10: a change on disk shows within 2 s, without a reload
 AGE = re.compile(r"^\d+[smhd]$")
 
@@ -136,6 +138,18 @@ def test_detail_shows_changed_files_commits_and_diff(page, repo, vwt):
     expect(diff).to_contain_text("+brand new")  # untracked
     expect(diff.locator("span.add").first).to_be_visible()
     assert repo.git("status", "--porcelain", cwd=where).count("??") == 1  # index untouched
+
+
+def test_detail_diff_shows_a_same_size_rewrite_beside_untracked_files(board, repo, vwt):
+    """The untracked files are diffed through a copy of the index, which must keep its mtime:
+    else git trusts the stale stat data of a racily clean file and leaves its change out."""
+    created = vwt.new("racy")
+    where = Path(created["path"])
+    make_racily_clean(repo, where, "README.md", "# omed\n")  # "# demo\n", same size
+    (where / "fresh.txt").write_text("brand new\n")
+    detail = board.request("GET", f"/api/worktree/{created['bucket']}/racy").json()
+    assert "+# omed" in detail["diff"] and "-# demo" in detail["diff"], detail["diff"]
+    assert "+brand new" in detail["diff"]
 
 
 def test_detail_updates_live_too(page, repo, vwt):

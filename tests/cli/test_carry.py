@@ -15,6 +15,7 @@ from conftest import (
     VWT_BIN,
     assert_error,
     assert_matches_schema,
+    make_racily_clean,
     mcp_answer,
     mcp_send,
 )
@@ -439,3 +440,13 @@ def test_a_carry_killed_mid_creation_can_be_finished_removed_and_retried(repo, v
     made = vwt.new("wip", "--move")
     assert (Path(made["path"]) / "README.md").read_text() == "# wip\n"
     assert status(repo, repo.path) == []
+
+
+@pytest.mark.parametrize("how", ["--carry", "--move"])
+def test_a_same_size_rewrite_in_the_index_clock_tick_is_carried(repo, vwt, how):
+    """The work is staged through a copy of the source's index: it keeps the index's mtime,
+    so git does not trust the stale stat data of a racily clean file."""
+    make_racily_clean(repo, repo.path, "README.md", "# omed\n")  # "# demo\n", same size
+    made = vwt.new("racy", how)
+    assert (Path(made["path"]) / "README.md").read_text() == "# omed\n"
+    assert made["carried"]["files"] == ["README.md"]

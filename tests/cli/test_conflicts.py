@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from conftest import assert_error
+from conftest import assert_error, make_racily_clean
 
 LINES = "".join(f"line {i}\n" for i in range(1, 21))
 
@@ -109,12 +109,7 @@ def test_same_size_rewrite_in_the_index_clock_tick_is_read_as_changed(story, vwt
     """Git tells such a racily clean file by the index file's own mtime: the copy of the
     index that conflicts and snapshot stage into must keep it, or the old content is used."""
     a, b = worktree(vwt, "alpha"), worktree(vwt, "beta")
-    readme = b / "README.md"
-    tick = readme.stat().st_mtime_ns
-    readme.write_text("# beta\n")  # the same size as "# demo\n"
-    os.utime(readme, ns=(tick, tick))
-    index = Path(story.git("rev-parse", "--path-format=absolute", "--git-path", "index", cwd=b))
-    os.utime(index, ns=(tick, tick))
+    make_racily_clean(story, b, "README.md", "# beta\n")  # the same size as "# demo\n"
     story.write("README.md", "# alpha\n", base=a)
     story.write("other.txt", "so that alpha's index is copied too\n", base=a)
     doc = conflicts(vwt)

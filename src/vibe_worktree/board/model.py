@@ -11,13 +11,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import shutil
 import tempfile
 from typing import Any
 
 from ..api import Worktrees
 from ..core import git as g
 from ..core.errors import NotFound, VwtError
+from ..core.files import copy_index
 from ..core.layout import Claim
 from ..core.locks import UNTRUSTED, live_holders, registry_lock
 from ..core.names import path_segment_problem
@@ -189,10 +189,7 @@ def _diff(git: g.Git, admin_dir: str, base: str) -> str:
         return g.diff_against(git, base)
     with tempfile.TemporaryDirectory(prefix="vwt-board-") as scratch:
         index = os.path.join(scratch, "index")
-        try:
-            shutil.copyfile(os.path.join(admin_dir, "index"), index)
-        except FileNotFoundError:
-            pass
+        copy_index(os.path.join(admin_dir, "index"), index)
         try:
             g.intend_to_add(git, index, untracked)
             return g.diff_against(git, base, index)

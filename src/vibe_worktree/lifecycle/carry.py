@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from contextlib import suppress
 from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import GitFailed, ValidationFailed, VwtError
 from ..core.faults import checkpoint
+from ..core.files import copy_index
 from ..core.layout import rmdir_if_empty, unlink_if_exists
 from .worktrees import Checkout, Inspection, housekeeping_git
 
@@ -98,13 +98,10 @@ def open_source(cwd: str) -> Source:
 
 def _index_tree(source: Source) -> str:
     """The tree of the source's index, written from a copy (its own index stays as is)."""
-    import shutil
-
     admin = source.checkout.admin_dir
     index = os.path.join(admin, f"vwt-carry-{os.urandom(6).hex()}.index")
     try:
-        with suppress(FileNotFoundError):
-            shutil.copy2(os.path.join(admin, "index"), index)
+        copy_index(os.path.join(admin, "index"), index)
         result = source.git.run("write-tree", env={"GIT_INDEX_FILE": index}, check=False)
     finally:
         unlink_if_exists(index)

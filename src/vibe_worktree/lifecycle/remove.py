@@ -11,12 +11,12 @@ import os
 import re
 import stat
 from collections.abc import Callable, Sequence
-from contextlib import suppress
 from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import HeldError, ValidationFailed, VwtError
 from ..core.faults import checkpoint
+from ..core.files import copy_index
 from ..core.layout import Claim, Root, ensure_dir, rmdir_if_empty, unlink_if_exists
 from ..core.locks import REMOVING, Holder, acquire_holder
 from ..core.records import Record, Recovery, utc_now, write_recovery
@@ -161,13 +161,7 @@ def stage_work(git: g.Git, admin_dir: str, folder: str) -> str:
     copy of its index made in `folder`; the checkout's own index is never written."""
     index = os.path.join(folder, f"vwt-snapshot-{os.urandom(6).hex()}.index")
     try:
-        import shutil
-
-        # copy2 keeps the index's mtime, by which git tells a racily clean entry (a file
-        # rewritten with its size in the same clock tick) from a clean one: a fresh mtime
-        # on the copy would make git trust the stale entry and stage the old content.
-        with suppress(FileNotFoundError):  # no index yet: stage from scratch
-            shutil.copy2(os.path.join(admin_dir, "index"), index)
+        copy_index(os.path.join(admin_dir, "index"), index)  # none yet: stage from scratch
         return g.snapshot_tree(git, index)
     finally:
         unlink_if_exists(index)
