@@ -227,3 +227,41 @@ def test_restore_killed_inside_git_is_repaired_by_prune(repo: GitRepo) -> None:
         repo.ok("restore", "feat")
     assert work_in(checkout)
     repo.git("add", "-A", cwd=checkout)
+
+
+# ------------------------------------- a `merge` killed while it moves the main checkout
+@pytest.mark.parametrize("repair", ["prune", "merge"])
+def test_merge_killed_while_moving_the_main_checkout_leaves_no_lock_past_prune(
+        repo: GitRepo, repair: str) -> None:
+    marker, gate = stop_in_checkout(repo)
+    gate.unlink()
+    checkout = Path(vwt_json(repo, "new", "feat")["path"])  # type: ignore[index]
+    repo.commit("work", {"c.slow": "landed slow file\n", "landed.txt": "landed\n"}, cwd=checkout)
+    marker.unlink()
+    gate.write_text("")
+    proc = start(repo, "merge", "feat")  # main is checked out: its files move too
+    wait_for(marker, proc)
+    kill_group(proc)
+    gate.unlink()
+    lock = repo.path / ".git" / "index.lock"
+    assert lock.exists()  # git's lock, taken by vwt: recognised as the dead vwt's
+    repo.vwt(repair, *(["feat"] if repair == "merge" else []), "--json")
+    assert not lock.exists(), f"the killed merge's index.lock outlived a {repair}"
+    assert not [p for p in (repo.path / ".git").iterdir() if ".vwt-" in p.name]
+    # the interrupted move is finished: the main checkout is clean at the landed commit
+    assert repo.git("status", "--porcelain") == ""
+    assert (repo.path / "landed.txt").read_text() == "landed\n"
+    assert (repo.path / "c.slow").read_text() == "landed slow file\n"
+    repo.git("add", "-A")  # the user's own git works in the main checkout again
+    doctor_healthy(repo)
+
+
+def test_prune_never_removes_an_index_lock_it_did_not_take(repo: GitRepo) -> None:
+    """A lock some git of the user holds (here: made by hand) is not vwt's to remove."""
+    vwt_json(repo, "new", "feat")
+    lock = repo.path / ".git" / "index.lock"
+    lock.write_text("")
+    admin_lock = repo.common_dir / "worktrees" / "feat" / "index.lock"
+    admin_lock.write_text("")
+    repo.ok("prune", "--json")
+    assert lock.exists() and admin_lock.exists()

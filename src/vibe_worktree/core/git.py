@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
 from functools import cache
 from typing import NamedTuple
 
@@ -1019,15 +1020,59 @@ def changed_files_using_filters(git: Git, old: str, new: str, drivers: Iterable[
 def move_checkout_check(git: Git, old: str, new: str) -> str | None:
     """Why moving this checkout from `old` to `new` (as `git merge --ff-only` would) would
     overwrite local changes, untracked files in the way included; None when it would not.
-    Nothing is written but git's stat refresh of the index."""
-    git.run("update-index", "-q", "--refresh", check=False)
-    return _checkout_problem(git, git.run("read-tree", "-m", "-u", "-n", old, new, check=False))
+    Asked of a private copy of its index: nothing of the checkout is written or locked."""
+    from .index_files import private_copy
+
+    copy = private_copy(index_path(git))
+    try:
+        env = {"GIT_INDEX_FILE": copy}
+        git.run("update-index", "-q", "--refresh", env=env, check=False)
+        return _checkout_problem(git, git.run("read-tree", "-m", "-u", "-n", old, new, env=env,
+                                              check=False))
+    finally:
+        for leftover in (copy, f"{copy}.lock"):
+            with suppress(FileNotFoundError):
+                os.unlink(leftover)
 
 
 def move_checkout(git: Git, old: str, new: str) -> str | None:
     """Two-tree merge of index and files from `old` to `new`, keeping unrelated local
-    changes; the error line, or None."""
-    return _checkout_problem(git, git.run("read-tree", "-m", "-u", old, new, check=False))
+    changes; the error line, or None. git writes a private copy of the index, which then
+    replaces it, so a kill never leaves `index.lock` behind (see `index_files`)."""
+    from .index_files import MOVE, IndexBusy, locked_index
+
+    index = index_path(git)
+    try:
+        with locked_index(index, f"{MOVE} {old} {new}") as copy:
+            env = {"GIT_INDEX_FILE": copy}
+            git.run("update-index", "-q", "--refresh", env=env, check=False)
+            problem = _checkout_problem(git, git.run("read-tree", "-m", "-u", old, new,
+                                                     env=env, check=False))
+            if problem:
+                raise _NotMoved(problem)
+    except IndexBusy:
+        return f"another git process holds {index}.lock"
+    except _NotMoved as stop:
+        return stop.problem
+    return None
+
+
+class _NotMoved(Exception):
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
+def index_matches(git: Git, tree: str) -> bool:
+    """The checkout's index holds exactly `tree` (stat data aside)."""
+    return git.run("diff-index", "--cached", "--quiet", tree, "--", check=False,
+                   env={"GIT_OPTIONAL_LOCKS": "0"}).returncode == 0
+
+
+def index_path(git: Git) -> str:
+    """The absolute path of the index of the checkout `git` runs in."""
+    path = git.out("rev-parse", "--path-format=absolute", "--git-path", "index").strip()
+    return path
 
 
 def _checkout_problem(git: Git, result: Finished) -> str | None:

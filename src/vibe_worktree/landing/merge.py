@@ -21,6 +21,7 @@ from ..core.errors import (
     VwtError,
 )
 from ..core.faults import checkpoint
+from ..core.index_files import repair_repo
 from ..core.integration import Tips, check, read_tips
 from ..core.layout import Claim
 from ..core.locks import acquire_holder, landing_lock, new_holder_id
@@ -126,6 +127,9 @@ def merge(claim: Claim, request: Request, warn: Warn) -> MergeResult:
     if request.fetch:
         fetch_target(target, request.into, warn)
     with landing_lock(claim):
+        if target.checkout is not None:  # what a killed merge left where it moved a checkout
+            for line in repair_repo(target.checkout.common_dir):
+                warn(line)
         return _merge_locked(entry, target.record.branch, target, request)
 
 
@@ -205,8 +209,8 @@ def _merge_held(entry: Entry, target: Target, tips: Tips, request: Request,
         raise VwtError(f"{entry.name} has no commit to merge")
     integration = check(git, head, tips)
     if inspection.ahead == 0 or integration.integrated is not None:  # step 3
-        return _finish(target, inspection, base._replace(outcome=UP_TO_DATE), None,
-                       request.keep, None)
+        return _finish(target, inspection, base._replace(outcome=UP_TO_DATE),
+                       _snapshot_of_this_state(target, head), request.keep, None)
     if request.run_hooks is not None:  # before anything lands
         ran, stop = request.run_hooks("pre_merge", target, tips.branch, target.claim.checkout)
         base = base._replace(hooks=ran)
@@ -243,6 +247,16 @@ def _merge_held(entry: Entry, target: Target, tips: Tips, request: Request,
                                           where or target.record.repo_root)
         result = result._replace(hooks=result.hooks + ran)
     return result
+
+
+def _snapshot_of_this_state(target: Target, head: str) -> str | None:
+    """The snapshot ref an interrupted merge took of this very state (its parent is HEAD):
+    the removal keeps it restorable with a recovery record, as the merge would have."""
+    ref = target.claim.snapshot_ref
+    commit = g.commit_of(target.repo_git, ref)
+    if commit is None or g.commit_of(target.repo_git, f"{commit}^1") != head:
+        return None
+    return ref
 
 
 def _compute(git: g.Git, target: Target, tips: Tips, request: Request, head: str,

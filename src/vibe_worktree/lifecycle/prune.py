@@ -182,12 +182,32 @@ def _tidy(root: Root, dry_run: bool, result: PruneResult, warn: Warn) -> list[En
     if dry_run:
         result.trash_deleted = len(trash_leftovers(root))
     else:
+        _release_dead_index_locks(found, warn)
         deleted = empty_trash(root)
         if deleted is None:
             warn(f"{root.trash} is not a real directory; left alone")
         result.trash_deleted = deleted or 0
         found = entries(root, root.buckets())  # settling changed some of them
     return found
+
+
+def _release_dead_index_locks(found: list[Entry], warn: Warn) -> None:
+    """The `index.lock` a killed `vwt merge` left in a checkout it was moving (recognised
+    exactly: see `core.index_files`), in every repository some record names; the move it
+    interrupted is finished."""
+    from ..core.git import discover, discover_without_git
+    from ..core.index_files import repair_repo
+
+    roots = {entry.record.repo_root for entry in found if entry.record is not None}
+    for repo_root in sorted(roots):
+        if not os.path.isdir(repo_root):
+            continue
+        try:
+            info = discover_without_git(repo_root) or discover(repo_root)
+        except VwtError:
+            continue
+        for line in repair_repo(info.common_dir):
+            warn(line)
 
 
 def _sweep_stale_holders(root: Root, dry_run: bool) -> int:
