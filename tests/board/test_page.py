@@ -62,7 +62,7 @@ def test_list_shows_every_worktree_of_every_repository(page, two_repos):
     expect(dirty.locator("td.ahead")).to_have_text("0")
     expect(dirty.locator("td.age")).to_have_text(AGE)
     expect(row(page, "held-one").locator("td.repo")).to_have_text("beta")
-    expect(row(page, "held-one").locator("td.holders")).to_contain_text("holder")
+    expect(row(page, "held-one").locator("td.holders")).to_have_text("held by 1 live session")
     expect(page.page.locator("#summary")).to_contain_text("3 worktree(s) in 2 repositories")
 
 
@@ -86,6 +86,17 @@ def test_a_holder_shows_its_tool_and_pid(page, repo, vwt):
     finally:
         proc.kill()
         proc.wait(timeout=10)
+
+
+def test_a_held_worktree_says_so_and_by_how_many_live_sessions(page, repo, vwt, holder):
+    made = vwt.new("shared")
+    holder(made["bucket"], "shared", "vibe-session-1")
+    holder(made["bucket"], "shared", "vibe-session-2")
+    cell = row(page, "shared").locator("td.holders")
+    expect(cell).to_have_text("held by 2 live sessions", timeout=LIVE_SECONDS * 1000)
+    row(page, "shared").locator("td.name a").click()
+    expect(page.page.locator("#detail-facts")).to_contain_text(
+        "held by 2 live sessions: vibe-session-1, vibe-session-2")
 
 
 def test_the_most_recently_active_comes_first(page, repo, vwt):

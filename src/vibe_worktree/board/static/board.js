@@ -62,18 +62,18 @@
     return a ? `${a.state} since ${a.since} (${a.agent} session ${a.session})` : "none";
   }
 
+  // "held by 2 live sessions": what a person needs first; which ones comes after.
+  const heldText = (count) => `held by ${count} live session${count === 1 ? "" : "s"}`;
+  const holderName = (h) => `${h.tool || h.id}${h.pid ? ` pid ${h.pid}` : ""}`;
+
   function holdersView(row) {
     const activity = activityView(row);
     if (!row.holders) return activity || "";
-    const details = row.holder_details || [];
-    if (!details.length) {
-      return el("span", {}, el("span", { class: "badge held", text: `held (${row.holders})` }),
-        activity);
-    }
-    return el("span", {}, ...details.map((h) => el("span", {
-      class: "holder badge held", title: h.id,
-      text: `${h.tool || "holder"}${h.pid ? ` pid ${h.pid}` : ""}`,
-    })), activity);
+    const known = (row.holder_details || []).filter((h) => h.tool || h.pid);
+    return el("span", {},
+      el("span", { class: "badge held", text: heldText(row.holders) }),
+      ...known.map((h) => el("span", { class: "holder", title: h.id, text: holderName(h) })),
+      activity);
   }
 
   function integrationView(row) {
@@ -194,8 +194,9 @@
     const facts = [
       ["repository", row.repo_root || row.bucket], ["path", row.path],
       ["branch", row.branch], ["state", row.state], ["base", row.base_commit],
-      ["holders", (row.holder_details || []).map((h) =>
-        `${h.tool || "holder"}${h.pid ? ` pid ${h.pid}` : ""} (${h.id})`).join(", ") || "none"],
+      ["held", row.holders ? `${heldText(row.holders)}: ${(row.holder_details || []).map((h) =>
+        (h.tool || h.pid ? `${holderName(h)} (${h.id})` : h.id)).join(", ")}`
+        : "no: no live session holds it"],
       ["activity", activityText(row)],
       ["made by", row.agent ? `${row.agent} session ${row.session}` : null],
       ["changes", row.changes], ["ahead", row.ahead], ["behind", row.behind],
