@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import builtins
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
     from .lifecycle.create import Created
     from .lifecycle.hooks import Ask, HookResult
     from .lifecycle.hooks import Listed as ListedHook
+    from .lifecycle.pool import PoolStatus
     from .lifecycle.prune import PruneResult
     from .lifecycle.remove import Confirm, Removal, Snapshot
 
@@ -356,17 +358,44 @@ class Worktrees:
             plan = _carry.prepare(self.cwd, name, branch, from_ref)
             from_ref, dirs = plan.start, ()
         fill = (plan.fill_and_save if move else plan.fill) if plan else None
+        pool = hooks and plan is None  # --no-hooks and carried work never take pool entries
         if name is not None:
             created = _create.create_named(self.root, self.cwd, name, branch, from_ref, fetch,
-                                           self._output, dirs, fill)
+                                           self._output, dirs, fill, pool)
         elif branch is not None:
             raise VwtError("--branch needs a NAME; an automatic name has its own vibe/ branch", 2)
         else:
             created = _create.create_auto(self.root, self.cwd, prompt, from_ref, fetch,
-                                          self._output, dirs, fill)
+                                          self._output, dirs, fill, pool)
         if plan is not None:
             created = _carry.finish(plan, created, move, self.warn)
-        return self._post_create(created, ask) if hooks and created.created else created
+        if hooks and created.created:
+            created = self._post_create(created, ask)
+        if pool and created.created:
+            self._refill(created)
+        return created
+
+    def _refill(self, created: Created) -> None:
+        """Start the pool's background filler when this repository has (or wants) a pool;
+        never delays the creation (a detached process) and never fails it."""
+        from .lifecycle.pool import folder
+
+        has_pool = os.path.isdir(folder(self.root, created.bucket))
+        if not created.pooled and not (has_pool or _any_hooks_file(self.root.home,
+                                                                     created.repo_root)):
+            return
+        from .lifecycle import pool
+
+        try:
+            if not created.pooled:
+                size = pool.configured_size(self.root.home, created.repo_root)
+                found = pool.contents(self.root, created.bucket)
+                if size == 0 or len(found.ready) >= size or pool.filling(self.root,
+                                                                         created.bucket):
+                    return
+            pool.spawn_refill(self.root.home, created.repo_root, created.bucket)
+        except VwtError as exc:
+            self.warn(f"the pool was not refilled: {exc.message}")
 
     def restore(self, name: str, *, hooks: bool = True, ask: Ask | None = None) -> Created:
         from .lifecycle import create as _create
@@ -383,7 +412,13 @@ class Worktrees:
                              created.path, created.repo_root, created.base_commit)
         runner = _hooks.Runner(self.root.home, self.warn, ask)
         claim = self.root.claim(created.bucket, created.name)
-        results = _hooks.after_create(runner, claim, ctx, sparse=bool(created.sparse))
+        reuse = None
+        if created.taken is not None:  # the pool ran them: again only where inputs changed
+            from .lifecycle.pool import rerun_decider
+
+            reuse = rerun_decider(Git(created.repo_root), created.taken, created.base_commit)
+        results = _hooks.after_create(runner, claim, ctx, sparse=bool(created.sparse),
+                                      reuse=reuse)
         return created._replace(hooks=tuple(results))
 
     # -- hooks -----------------------------------------------------------------------------
@@ -715,6 +750,54 @@ class Worktrees:
         except NotARepository:
             return None
 
+    # -- pool ------------------------------------------------------------------------------
+    def pool_status(self, *, all_repos: bool = False) -> Sequence[PoolStatus]:
+        """The warm pool of this repository (of every repository that has one with
+        `all_repos`): configured size, ready and filling entries, their base commit."""
+        from .lifecycle import pool
+
+        if not all_repos:
+            repo = self.repo
+            return [pool.status_of(self.root, repo.bucket, repo.info.repo_root)]
+        return [pool.status_of(self.root, bucket, pool.repo_root_of(self.root, bucket))
+                for bucket in pool.pool_buckets(self.root)]
+
+    def pool_fill(self, size: int | None = None, *, ask: Ask | None = None,
+                  fetch: bool = True, progress: Warn | None = None) -> PoolStatus:
+        """Fill this repository's pool now, in the foreground, up to `size` (default: the
+        configured size); waits for a background filler first. A VwtError names the hook
+        that failed when an entry could not be made ready."""
+        from .lifecycle import pool
+
+        repo = self.repo
+        outcome = pool.fill(self.root, repo.info.repo_root, size, wait=True, fetch=fetch,
+                            ask=ask, warn=self.warn, progress=progress or (lambda _m: None))
+        if outcome.failure is not None:
+            raise VwtError(f"a pool entry could not be made ready: {outcome.failure}")
+        return pool.status_of(self.root, repo.bucket, repo.info.repo_root)
+
+    def pool_drain(self, *, all_repos: bool = False) -> Sequence[PoolStatus]:
+        """Empty the pool (every repository's with `all_repos`); an entry with changes in it
+        is snapshotted to `refs/vibe/pool/<id>` first."""
+        from .lifecycle import pool
+
+        if not all_repos:
+            targets: builtins.list[tuple[str, str, str | None]] = [
+                (self.repo.bucket, self.repo.info.common_dir, self.repo.info.repo_root)]
+        else:
+            targets = []
+            for bucket in pool.pool_buckets(self.root):
+                repo_root = pool.repo_root_of(self.root, bucket)
+                common = _common_dir_or_none(repo_root)
+                if common is None:
+                    self.warn(f"pool {bucket}: its repository is gone; left alone")
+                    continue
+                targets.append((bucket, common, repo_root))
+        for bucket, common_dir, _repo_root in targets:
+            pool.drain(self.root, bucket, common_dir, self.warn)
+        return [pool.status_of(self.root, bucket, repo_root)
+                for bucket, _common, repo_root in targets]
+
     # -- health ----------------------------------------------------------------------------
     def doctor(self) -> DoctorReport:
         """Every problem of the home (changes nothing on disk)."""
@@ -756,6 +839,17 @@ def _any_hooks_file(home: str, checkout: str) -> bool:
     """Two stats, so that the hooks module (and TOML) loads only where hooks exist."""
     return (os.path.exists(f"{home}/worktree.toml")
             or os.path.exists(f"{checkout}/.vibe/worktree.toml"))
+
+
+def _common_dir_or_none(repo_root: str | None) -> str | None:
+    if repo_root is None or not os.path.isdir(repo_root):
+        return None
+    from .core.git import discover
+
+    try:
+        return discover(repo_root).common_dir
+    except VwtError:
+        return None
 
 
 def _load(claim: Claim) -> Entry | None:

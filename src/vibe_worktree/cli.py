@@ -918,6 +918,44 @@ def cmd_adopt(wt: Worktrees, ns: argparse.Namespace) -> int:
     return result.exit_code
 
 
+def _pool_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", nargs="?", choices=("status", "fill", "drain"), default="status",
+                   help="status (default): what the pool holds; fill: make ready entries now; "
+                        "drain: empty it")
+    p.add_argument("--all", action="store_true", help="every repository's pool (status, drain)")
+    p.add_argument("--size", type=int, metavar="N",
+                   help="fill: this many ready entries (default: [pool] size)")
+
+
+def cmd_pool(wt: Worktrees, ns: argparse.Namespace) -> int:
+    if ns.size is not None and (ns.action != "fill" or ns.size < 0):
+        raise VwtError("--size N (N >= 0) goes with vwt pool fill", EXIT_USAGE)
+    if ns.all and ns.action == "fill":
+        raise VwtError("vwt pool fill fills the current repository's pool; drop --all",
+                       EXIT_USAGE)
+    pools: Any
+    if ns.action == "fill":
+        def say(message: str) -> None:
+            print(message, file=sys.stderr)
+
+        pools = [wt.pool_fill(ns.size, ask=_hook_asker(), progress=say)]
+    elif ns.action == "drain":
+        pools = wt.pool_drain(all_repos=ns.all)
+    else:
+        pools = wt.pool_status(all_repos=ns.all)
+    if ns.json:
+        _print_json({"pools": [p.to_json() for p in pools]})
+        return EXIT_OK
+    if not pools:
+        print("vwt: no pools", file=sys.stderr)
+    for p in pools:
+        base = p.base[:12] if p.base else "-"
+        extra = f", {p.broken} to clean up (vwt pool drain)" if p.broken else ""
+        print(f"{p.bucket}: {p.ready} ready of {p.size}, {p.filling} filling, base {base}"
+              f"{extra}")
+    return EXIT_OK
+
+
 # name: (help, handler, add its arguments, accepts --json)
 SUBCOMMANDS: dict[str, tuple[str, Any, Any, bool]] = {
     "new": ("create (or reuse) a worktree of this repository", cmd_new, _new_args, True),
@@ -967,6 +1005,8 @@ SUBCOMMANDS: dict[str, tuple[str, Any, Any, bool]] = {
                 cmd_foreign, _foreign_args, True),
     "adopt": ("move worktrees other tools made under management, keeping every file",
               cmd_adopt, _adopt_args, True),
+    "pool": ("a warm pool of worktrees whose setup has already run: status, fill, drain",
+             cmd_pool, _pool_args, True),
 }
 # name: what `vwt NAME --help` shows as its example (None: `vwt --help`), a command a line
 EXAMPLES: dict[str | None, str] = {
@@ -1006,6 +1046,7 @@ EXAMPLES: dict[str | None, str] = {
                    '"command": "vwt statusline"}'),
     "foreign": "vwt foreign\nvwt foreign --all --json",
     "adopt": "vwt adopt .claude/worktrees/feat-auth\nvwt adopt --all --json",
+    "pool": "vwt pool\nvwt pool fill --size 4\nvwt pool status --all --json\nvwt pool drain",
 }
 COMPLETE = "__complete"
 

@@ -38,6 +38,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .carry import Carried
     from .hooks import HookResult
+    from .pool import Taken
 
 Warn = Callable[[str], None]
 Fill = Callable[[str], None]  # puts carried work into a fresh checkout (carry.Plan.fill)
@@ -66,6 +67,11 @@ class Created(NamedTuple):
     hooks: tuple[HookResult, ...] = ()  # the post_create hooks that ran (or were skipped)
     sparse: tuple[str, ...] = ()  # the folders of a sparse checkout; empty: a full one
     carried: Carried | None = None  # what `--carry`/`--move` brought along
+    taken: Taken | None = None  # the pool entry it was made from (§15)
+
+    @property
+    def pooled(self) -> bool:
+        return self.taken is not None
 
     def to_json(self) -> dict[str, object]:
         return dict(
@@ -73,6 +79,7 @@ class Created(NamedTuple):
             repo_root=self.repo_root, base_commit=self.base_commit,
             branch_created=self.branch_created, created=self.created,
             hooks=[h.to_json() for h in self.hooks], sparse=list(self.sparse),
+            pooled=self.pooled,
             **({"carried": self.carried.to_json()} if self.carried else {}),
         )
 
@@ -116,23 +123,49 @@ def _unreserve(claim: Claim, starting: Holder) -> None:
 
 def _finish(
     repo: Repo, claim: Claim, record: Record, starting: Holder, start: Start, out: Output,
-    fill: Fill | None = None,
+    fill: Fill | None = None, pool: bool = False,
 ) -> Created:
+    """`pool`: a ready pool entry may be taken instead of checking out anew."""
     with _Reserved(claim, starting):
         checkpoint("new.reserved")
+        taken = None
         try:
-            _add_worktree(repo, claim, record.branch, start, out, record.sparse)
-            checkpoint("new.added")
-            if fill is not None:
-                fill(claim.checkout)
-            _copy_included(repo, claim, out)
+            if pool and fill is None and start.create_branch:
+                taken = _take_from_pool(repo, claim, record, start, out)
+            if taken is None:
+                _add_worktree(repo, claim, record.branch, start, out, record.sparse)
+                checkpoint("new.added")
+                if fill is not None:
+                    fill(claim.checkout)
+                _copy_included(repo, claim, out)
             final = record.with_base(start.commit)
             write_record(claim.record_path, final)
         except BaseException:
             _roll_back(repo, claim, record.branch, start)
             raise
         checkpoint("new.recorded")
-    return _created(repo, final, True)
+    return _created(repo, final, True)._replace(taken=taken)
+
+
+def _take_from_pool(repo: Repo, claim: Claim, record: Record, start: Start, out: Output
+                    ) -> Taken | None:
+    """A ready entry moved into the reserved folder, switched to the new branch; None when
+    the pool has none that fits (one stat when there is no pool)."""
+    if not os.path.isdir(f"{repo.root.path}/.pool/{repo.bucket}"):
+        return None
+    from . import pool
+
+    taken = pool.take(repo.root, repo.bucket, record.sparse, start.commit, claim.checkout,
+                      out.warn)
+    if taken is None:
+        return None
+    checkpoint("new.pool_taken")
+    try:
+        pool.check_out(claim.checkout, record.branch, start.commit, start.create_branch)
+    except BaseException:
+        pool.discard_placed(repo.root, repo.git, claim.checkout)
+        raise
+    return taken
 
 
 def _roll_back(repo: Repo, claim: Claim, branch: str, start: Start) -> None:
@@ -268,9 +301,11 @@ def _new_record(repo: Repo, name: str, branch: str, branch_created: bool,
 def create_named(
     root: Root, cwd: str, name: str, branch: str | None, from_ref: str | None, fetch: bool,
     out: Output, sparse: tuple[str, ...] | None = None, fill: Fill | None = None,
+    pool: bool = False,
 ) -> Created:
     """`vwt new NAME`: create it, or reuse it after validating the checkout. `fill`: run
-    on a created checkout before it is recorded (carried changes)."""
+    on a created checkout before it is recorded (carried changes). `pool`: a new branch may
+    come from a ready pool entry."""
     validate_name(name, as_branch=branch is None)
     branch_given = branch is not None
     branch = validate_branch(branch or name)
@@ -289,7 +324,7 @@ def create_named(
                                               from_ref, fetch, out, sparse)
             record = _new_record(repo, name, branch,
                                  start.create_branch or outcome.branch_ours, dirs)
-            return _finish(repo, claim, record, outcome.starting, start, out, fill)
+            return _finish(repo, claim, record, outcome.starting, start, out, fill, pool)
         # another process is creating it right now: wait, then look again
         if not wait_for_holder_release(claim, STARTING, STARTING_WAIT):
             raise VwtError(f"{name} is still being created by another process; try again later")
@@ -390,7 +425,7 @@ def _resume_reservation(repo: Repo, claim: Claim, record: Record
 
 def create_auto(
     root: Root, cwd: str, prompt: str | None, from_ref: str | None, fetch: bool, out: Output,
-    sparse: tuple[str, ...] | None = None, fill: Fill | None = None,
+    sparse: tuple[str, ...] | None = None, fill: Fill | None = None, pool: bool = False,
 ) -> Created:
     """`vwt new -p PROMPT`: a fresh worktree named from the prompt, never a reuse."""
     slug = slugify(prompt or "")
@@ -408,7 +443,7 @@ def create_auto(
             start, dirs = _start_or_unreserve(repo, probe, claim, starting, branch, from_ref,
                                               fetch, out, sparse)
             record = _new_record(repo, claim.name, branch, start.create_branch, dirs)
-            return _finish(repo, claim, record, starting, start, out, fill)
+            return _finish(repo, claim, record, starting, start, out, fill, pool)
         if not random_name:
             raise VwtError(f"all names from {slug} to {slug}-100 are taken; pass a NAME")
     raise VwtError("could not find a free random name; pass a NAME")

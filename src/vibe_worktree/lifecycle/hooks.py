@@ -39,7 +39,8 @@ PROJECT_FILE = ".vibe/worktree.toml"
 USER_FILE = "worktree.toml"
 APPROVALS_FILE = "worktree-approvals.json"
 DEFAULT_TIMEOUT = 300.0
-_ENTRY_KEYS = frozenset({"name", "type", "command", "timeout", "background", "description"})
+_ENTRY_KEYS = frozenset({"name", "type", "command", "timeout", "background", "description",
+                         "inputs"})
 
 # statuses of a hook's result
 OK = "ok"
@@ -64,6 +65,9 @@ class Hook(NamedTuple):
     description: str = ""
     source: str = PROJECT
     file: str = ""
+    # gitignore-style patterns: a worktree taken from the pool runs this post_create hook
+    # again only when a changed path matches one (None: whenever the start point moved)
+    inputs: tuple[str, ...] | None = None
 
     @property
     def key(self) -> str:
@@ -181,7 +185,14 @@ def _entry(entry: object, number: int, path: str, source: str) -> Hook:
     description = entry.get("description", "")
     if not isinstance(description, str):
         raise bad("'description' must be a string")
-    return Hook(name, kind, command, float(timeout), background, description, source, path)
+    inputs = entry.get("inputs")
+    if inputs is not None and (not isinstance(inputs, list)
+                               or not all(isinstance(p, str) for p in inputs)):
+        raise bad("'inputs' must be a list of gitignore-style patterns")
+    if inputs is not None and kind != POST_CREATE:
+        raise bad("only post_create hooks have inputs")
+    return Hook(name, kind, command, float(timeout), background, description, source, path,
+                None if inputs is None else tuple(inputs))
 
 
 def load_file(path: str, source: str) -> list[Hook]:
@@ -269,6 +280,8 @@ class Context(NamedTuple):
     base_commit: str
     port: int
     into: str | None = None
+    pool: bool = False  # run to make a pool entry: no name, branch or port yet
+
 
     def env(self, hook: Hook) -> dict[str, str]:
         env = dict(os.environ)
@@ -280,6 +293,8 @@ class Context(NamedTuple):
         )
         if self.into is not None:
             env["VWT_INTO"] = self.into
+        if self.pool:
+            env["VWT_POOL"] = "1"
         return env
 
 
@@ -294,17 +309,27 @@ class Runner(NamedTuple):
     ask: Ask | None = None  # None: no terminal, unapproved project hooks are skipped
 
 
+Reuse = Callable[[Hook], "HookResult | None"]  # a result that stands in for running it
+
+
 def run_hooks(runner: Runner, kind: str, hooks: Sequence[Hook], ctx: Context, cwd: str,
-              claim: Claim | None = None, stop_on_failure: bool = False) -> list[HookResult]:
+              claim: Claim | None = None, stop_on_failure: bool = False,
+              reuse: Reuse | None = None) -> list[HookResult]:
     """Run the hooks of `kind` in order. `claim`: hold the worktree while each one runs
-    (a background one holds it until it ends)."""
+    (a background one holds it until it ends). `reuse`: the result a hook already had
+    (a pool entry's), so it need not run again; None runs it."""
     wanted = [h for h in hooks if h.type == kind]
     if not wanted:
         return []
-    keys = approved_keys(runner.home, ctx.bucket) if any(h.source == PROJECT for h in wanted) \
-        else set()
+    reused = {h.name: r for h in wanted if reuse is not None and (r := reuse(h)) is not None}
+    wanted_to_run = [h for h in wanted if h.name not in reused]
+    keys = approved_keys(runner.home, ctx.bucket) \
+        if any(h.source == PROJECT for h in wanted_to_run) else set()
     results = []
     for hook in wanted:
+        if hook.name in reused:
+            results.append(reused[hook.name])
+            continue
         if not is_approved(hook, keys) and not _approve_now(runner, ctx.bucket, hook):
             runner.warn(f"project hook {hook.name} ({hook.type}) is not approved, so it did "
                         f"not run; see vwt hooks, then vwt hooks approve {hook.name}")
@@ -441,8 +466,8 @@ def check_user_file(home: str) -> None:
     load_file(user_file(home), USER)
 
 
-def after_create(runner: Runner, claim: Claim, ctx: Context, sparse: bool = False
-                 ) -> list[HookResult]:
+def after_create(runner: Runner, claim: Claim, ctx: Context, sparse: bool = False,
+                 reuse: Reuse | None = None) -> list[HookResult]:
     """post_create: the user's hooks, then those of the new checkout's own
     `.vibe/worktree.toml` (a sparse one's: of its start point). Never fails the creation:
     a broken file is a warning."""
@@ -452,7 +477,7 @@ def after_create(runner: Runner, claim: Claim, ctx: Context, sparse: bool = Fals
         runner.warn(f"{exc.message.removesuffix('; fix it or pass --no-hooks')}; "
                     "no hook of that file ran")
         return []
-    return run_hooks(runner, POST_CREATE, found, ctx, ctx.path, claim)
+    return run_hooks(runner, POST_CREATE, found, ctx, ctx.path, claim, reuse=reuse)
 
 
 def before_remove(runner: Runner, ctx: Context) -> tuple[tuple[HookResult, ...], str | None]:

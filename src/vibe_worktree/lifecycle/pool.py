@@ -1,0 +1,776 @@
+"""A warm pool: checkouts whose setup (post_create hooks, `.worktreeinclude` copies) has
+already run, handed to `vwt new` in about the time of a rename.
+
+Layout, under `<root>/.pool/<bucket>/` (a dot folder: neither Vibe nor retention looks):
+
+    <id>/            a detached checkout, registered with git and `git worktree lock`-ed
+                     (a locked worktree is never pruned by anyone's `git worktree prune`,
+                     even while its folder is being renamed)
+    <id>.json        the ready marker, written last and atomically: only an entry that has
+                     one is ever handed out
+    <id>.taken       a marker renamed from `<id>.json` by the process taking the entry,
+                     flock-ed while it does; the rename is the atomic claim, so two racing
+                     `new`s never get the same entry
+    <id>.changed     an entry found with changes in it: never handed out, snapshotted
+                     (`refs/vibe/pool/<id>`) and removed by the next fill or prune
+    .fill            flock-ed by the one process filling this repository's pool
+    .fill-queue      flock-ed by the one filler waiting for it (so refills never pile up)
+    .repo_root       the repository's main checkout, for `vwt pool status --all`
+
+A folder without a marker while nobody holds `.fill` is a half-made entry (a filler was
+killed): the next fill, drain or prune removes it.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import re
+import sys
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from ..core import git as g
+from ..core.errors import VwtError
+from ..core.layout import Root, bucket_name, ensure_dir, unlink_if_exists
+from ..core.records import parse_timestamp, utc_now, write_json_atomically
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .hooks import Ask, Hook, HookResult
+
+POOL = ".pool"
+READY = ".json"
+TAKEN = ".taken"
+CHANGED = ".changed"
+FILL_LOCK = ".fill"
+QUEUE_LOCK = ".fill-queue"
+REPO_FILE = ".repo_root"
+SNAPSHOT_PREFIX = "refs/vibe/pool/"
+LOCK_REASON = "vibe-worktree pool entry"
+DEFAULT_MAX_AGE_DAYS = 7.0
+_ID = re.compile(r"[0-9a-f]{16}")
+
+Warn = Callable[[str], None]
+
+
+def _quiet(_message: str) -> None:
+    pass
+
+
+# -- where ----------------------------------------------------------------------------------
+def pool_root(root: Root) -> str:
+    return f"{root.path}/{POOL}"
+
+
+def folder(root: Root, bucket: str) -> str:
+    return f"{root.path}/{POOL}/{bucket}"
+
+
+def is_pool_path(root: Root, path: str) -> bool:
+    """A checkout of the pool (for code that walks git's worktree list)."""
+    return path.startswith(f"{pool_root(root)}/")
+
+
+def pool_buckets(root: Root) -> list[str]:
+    try:
+        with os.scandir(pool_root(root)) as found:
+            return sorted(e.name for e in found
+                          if not e.name.startswith(".") and e.is_dir(follow_symlinks=False))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+# -- configuration ----------------------------------------------------------------------------
+def configured_size(home: str, repo_root: str) -> int:
+    """`[pool] size` of `<home>/worktree.toml`, else of the main checkout's
+    `.vibe/worktree.toml`, else 0."""
+    from .hooks import PROJECT_FILE, read_toml, user_file
+
+    for path in (user_file(home), f"{repo_root}/{PROJECT_FILE}"):
+        if not os.path.exists(path):
+            continue
+        table = (read_toml(path) or {}).get("pool")
+        if table is None:
+            continue
+        size = table.get("size") if isinstance(table, dict) else None
+        if size is None:
+            continue
+        if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= 1000:
+            raise VwtError(f"{path}: [pool] size must be a whole number from 0 to 1000")
+        return size
+    return 0
+
+
+def max_age_days(home: str) -> float:
+    from ..core.config import config_path, read_config
+
+    value = read_config(home).get("pool_max_age_days", DEFAULT_MAX_AGE_DAYS)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise VwtError(f"pool_max_age_days in {config_path(home)} must be a number of days")
+    return float(value)
+
+
+# -- entries ----------------------------------------------------------------------------------
+class Entry(NamedTuple):
+    """A ready entry, as its marker describes it."""
+
+    id: str
+    path: str
+    base: str
+    sparse: tuple[str, ...]
+    created_at: str
+    hooks: tuple[dict[str, object], ...]  # {name, type, source, status, exit_code, key}
+
+    def marker(self) -> str:
+        return f"{self.path}{READY}"
+
+
+def _read_marker(path: str, entry_id: str) -> Entry | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        base, created = data["base"], data["created_at"]
+        sparse = tuple(str(d) for d in data.get("sparse", []))
+        hooks = tuple(h for h in data.get("hooks", []) if isinstance(h, dict))
+        if not isinstance(base, str) or not re.fullmatch(r"[0-9a-f]{40,64}", base):
+            return None
+        parse_timestamp(created)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return Entry(entry_id, path[: -len(READY)], base, sparse, created, hooks)
+
+
+class Contents(NamedTuple):
+    """What one bucket's pool folder holds right now."""
+
+    ready: list[Entry]
+    unready: list[str]  # ids of folders without a marker (being made, or half-made)
+    taken: list[str]  # ids with a `.taken` marker
+    changed: list[str]  # ids set aside as changed
+    bad_markers: list[str]  # ids whose ready marker cannot be read
+
+
+def contents(root: Root, bucket: str) -> Contents:
+    where = folder(root, bucket)
+    try:
+        names = os.listdir(where)
+    except (FileNotFoundError, NotADirectoryError):
+        return Contents([], [], [], [], [])
+    ids = {n for n in names if _ID.fullmatch(n)}
+    ready, bad = [], []
+    for name in sorted(names):
+        if name.endswith(READY) and _ID.fullmatch(name[: -len(READY)]):
+            entry_id = name[: -len(READY)]
+            entry = _read_marker(f"{where}/{name}", entry_id)
+            (ready.append(entry) if entry and entry_id in ids else bad.append(entry_id))
+    marked = {n.rsplit(".", 1)[0] for n in names if "." in n and not n.startswith(".")}
+    taken = sorted(n[: -len(TAKEN)] for n in names if n.endswith(TAKEN))
+    changed = sorted(n[: -len(CHANGED)] for n in names if n.endswith(CHANGED))
+    ready.sort(key=lambda e: e.created_at)
+    return Contents(ready, sorted(ids - marked), taken, changed, bad)
+
+
+# -- locks ----------------------------------------------------------------------------------
+def _open_lock(path: str) -> int:
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+
+
+def _is_locked(path: str) -> bool:
+    """Someone holds a flock on `path` (False when there is no such file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return not _try_lock(fd)
+    finally:
+        os.close(fd)
+
+
+class FillLock:
+    """The one filler of a repository's pool. `wait`: block until it is free."""
+
+    def __init__(self, root: Root, bucket: str) -> None:
+        self.path = f"{folder(root, bucket)}/{FILL_LOCK}"
+        self.root = root
+        self.bucket = bucket
+        self.fd: int | None = None
+
+    def acquire(self, wait: bool) -> bool:
+        ensure_dir(folder(self.root, self.bucket), self.root.path)
+        fd = _open_lock(self.path)
+        if wait:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        elif not _try_lock(fd):
+            os.close(fd)
+            return False
+        self.fd = fd
+        return True
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def filling(root: Root, bucket: str) -> bool:
+    return _is_locked(f"{folder(root, bucket)}/{FILL_LOCK}")
+
+
+# -- claiming an entry (atomic) --------------------------------------------------------------
+class Claimed(NamedTuple):
+    entry: Entry
+    fd: int  # the flock-ed `.taken` marker: keeps cleaners away while the taker works
+
+    @property
+    def taken_path(self) -> str:
+        return f"{self.entry.path}{TAKEN}"
+
+    def done(self) -> None:
+        """The entry is gone from the pool (moved into place, or removed)."""
+        unlink_if_exists(self.taken_path)
+        os.close(self.fd)
+
+    def give_up(self) -> None:
+        """Leave it for the next cleaner (an unlocked `.taken` marker)."""
+        os.close(self.fd)
+
+
+def claim(entry: Entry) -> Claimed | None:
+    """Take `entry` out of the pool: lock its marker, then rename it. The rename decides:
+    of racing takers, exactly one succeeds; None for the others."""
+    try:
+        fd = os.open(entry.marker(), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    if not _try_lock(fd):
+        os.close(fd)
+        return None
+    try:
+        os.rename(entry.marker(), f"{entry.path}{TAKEN}")
+    except OSError:
+        os.close(fd)
+        return None
+    return Claimed(entry, fd)
+
+
+# -- filling --------------------------------------------------------------------------------
+class FillOutcome(NamedTuple):
+    made: int
+    failure: str | None  # why an entry could not be made ready
+
+
+def _start_point(home: str, cwd: str, fetch: bool, warn: Warn) -> tuple[g.Probe, str]:
+    """The commit `new` would start a new branch from (§4), and the probe it came from."""
+    from .create import Output, remote_default_commit
+
+    probe = g.probe(cwd, [], None)
+    commit = remote_default_commit(g.Git(cwd), probe, fetch, Output(warn)) or probe.head
+    if commit is None:
+        raise VwtError("the repository has no commits yet; commit something first")
+    return probe, commit
+
+
+def fill(root: Root, cwd: str, size: int | None = None, *, wait: bool = True,
+         fetch: bool = True, ask: Ask | None = None, warn: Warn = _quiet,
+         progress: Warn = _quiet) -> FillOutcome:
+    """Make ready entries until the pool holds `size` (default: the configured size).
+    One filler per repository: with `wait` False, return at once when another is busy."""
+    info = g.discover(cwd)
+    bucket = bucket_name(info.repo_root, info.common_dir)
+    lock = FillLock(root, bucket)
+    if not lock.acquire(wait):
+        return FillOutcome(0, None)
+    try:
+        _write_repo_file(root, bucket, info.repo_root)
+        clean_up(root, bucket, info.common_dir, warn)
+        want = configured_size(root.home, info.repo_root) if size is None else size
+        made = 0
+        while len(contents(root, bucket).ready) < want:
+            progress(f"vwt: pool: making entry {len(contents(root, bucket).ready) + 1} of "
+                     f"{want}…")
+            _probe, start = _start_point(root.home, info.repo_root, fetch and made == 0, warn)
+            failure = _make_entry(root, bucket, info, start, ask, warn)
+            if failure is not None:
+                return FillOutcome(made, failure)
+            made += 1
+        return FillOutcome(made, None)
+    finally:
+        lock.release()
+
+
+def _write_repo_file(root: Root, bucket: str, repo_root: str) -> None:
+    path = f"{folder(root, bucket)}/{REPO_FILE}"
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if handle.read() == repo_root:
+                return
+    except OSError:
+        pass
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(repo_root)
+
+
+def repo_root_of(root: Root, bucket: str) -> str | None:
+    try:
+        with open(f"{folder(root, bucket)}/{REPO_FILE}", encoding="utf-8") as handle:
+            return handle.read(4096) or None
+    except OSError:
+        return None
+
+
+def _make_entry(root: Root, bucket: str, info: g.RepoInfo, start: str, ask: Ask | None,
+                warn: Warn) -> str | None:
+    """One entry, made under the fill lock: checkout, copies, hooks, then the marker.
+    Returns why it could not be made ready (the entry is then removed)."""
+    from .include import copy_included_files
+    from .sparse import configured, populate
+
+    entry_id = os.urandom(8).hex()
+    path = f"{folder(root, bucket)}/{entry_id}"
+    repo_git = g.Git(info.repo_root)
+    sparse = configured(repo_git, info.toplevel, start)
+    args = ["worktree", "add", "--quiet", "--detach", "--lock", "--reason", LOCK_REASON]
+    if sparse:
+        args.append("--no-checkout")
+    config = ["-c", f"checkout.workers={0}",
+              "-c", f"checkout.thresholdForParallelism={g.PARALLEL_CHECKOUT_THRESHOLD}"]
+    g.Git(info.repo_root, housekeeping=False).run(*config, *args, path, start)
+    if sparse:
+        populate(path, sparse)
+    copy_included_files(info.repo_root, path, root.home, warn)
+    results, failure = _run_hooks(root.home, bucket, entry_id, path, info.repo_root, start,
+                                  bool(sparse), ask, warn)
+    if failure is None and not _is_clean(path):
+        failure = ("a post_create hook changed files git tracks (or left untracked files "
+                   "that are not ignored); a pool entry must be clean, so it was not kept")
+    if failure is not None:
+        remove_entry(root, bucket, info.common_dir, entry_id, warn)
+        return failure
+    write_json_atomically(f"{path}{READY}", {
+        "version": 1, "base": start, "sparse": list(sparse), "created_at": utc_now(),
+        "repo_root": info.repo_root, "hooks": results,
+    })
+    return None
+
+
+def _run_hooks(home: str, bucket: str, entry_id: str, path: str, repo_root: str, base: str,
+               sparse: bool, ask: Ask | None, warn: Warn
+               ) -> tuple[list[dict[str, object]], str | None]:
+    """The post_create hooks, all in the foreground (the filler is the background), with
+    `VWT_POOL=1` and no name, branch or port yet."""
+    if not (os.path.exists(f"{home}/worktree.toml")
+            or os.path.exists(f"{path}/.vibe/worktree.toml") or sparse):
+        return [], None
+    from . import hooks as h
+
+    try:
+        found = h.load_all(home, path, base if sparse else None)
+    except h.HooksFileError as exc:
+        return [], exc.message
+    found = [hook._replace(background=False) for hook in found]
+    ctx = h.Context(entry_id, "", path, bucket, repo_root, base, 0, pool=True)
+    results = h.run_hooks(h.Runner(home, warn, ask), h.POST_CREATE, found, ctx, path)
+    keys = {hook.name: hook.key for hook in found}
+    failed = [r for r in results if r.failed]
+    if failed:
+        how = "timed out" if failed[0].status == h.TIMED_OUT else f"exited {failed[0].exit_code}"
+        return [], f"post_create hook {failed[0].name} {how}"
+    return [dict(r.to_json(), key=keys[r.name]) for r in results], None
+
+
+def _is_clean(path: str) -> bool:
+    return not g.Git(path).out("status", "--porcelain", "-z", "--untracked-files=all",
+                               env={"GIT_OPTIONAL_LOCKS": "0"})
+
+
+# -- removing -------------------------------------------------------------------------------
+def remove_entry(root: Root, bucket: str, common_dir: str, entry_id: str, warn: Warn) -> bool:
+    """Snapshot the entry if it holds any change, then remove it (folder via `.trash`,
+    git's admin entry, markers). False when it was kept because its snapshot failed."""
+    path = f"{folder(root, bucket)}/{entry_id}"
+    repo_git = g.Git(common_dir)
+    if os.path.isfile(f"{path}/.git") and not os.path.islink(path):
+        try:
+            _snapshot_if_changed(path, repo_git, entry_id)
+        except VwtError as exc:
+            warn(f"pool entry {entry_id} kept: its snapshot failed ({exc.message})")
+            return False
+    if os.path.lexists(path):
+        from .remove import delete_trash
+
+        ensure_dir(root.trash, root.path)
+        trash = f"{root.trash}/pool-{bucket}-{entry_id}-{os.urandom(16).hex()}"
+        os.rename(path, trash)
+        g.worktree_remove_entry(repo_git, path)
+        delete_trash(trash)
+    else:
+        g.worktree_remove_entry(repo_git, path)
+    for suffix in (READY, CHANGED):
+        unlink_if_exists(f"{path}{suffix}")
+    return True
+
+
+def _snapshot_if_changed(path: str, repo_git: g.Git, entry_id: str) -> None:
+    """`refs/vibe/pool/<id>` holds whatever a hook or a person left in the entry."""
+    from .worktrees import Checkout, housekeeping_git
+
+    git = g.Git(path)
+    if not git.out("status", "--porcelain", "-z", "--untracked-files=all",
+                   env={"GIT_OPTIONAL_LOCKS": "0"}):
+        return
+    from .remove import stage_work
+
+    admin = git.out("rev-parse", "--absolute-git-dir").strip()
+    checkout = Checkout(path, admin, repo_git.cwd, None)
+    tree = stage_work(housekeeping_git(checkout), admin, admin)
+    head = g.head_commit(git)
+    commit = g.commit_tree(repo_git, tree, [head], f"vibe-worktree snapshot of pool entry "
+                           f"{entry_id}")
+    g.set_ref(repo_git, f"{SNAPSHOT_PREFIX}{entry_id}", commit)
+
+
+def clean_up(root: Root, bucket: str, common_dir: str, warn: Warn) -> int:
+    """Remove half-made entries, those a dead taker left, and those set aside as changed.
+    Call with the fill lock held (no entry is being made meanwhile)."""
+    where = folder(root, bucket)
+    found = contents(root, bucket)
+    removed = 0
+    for entry_id in found.taken:
+        marker = f"{where}/{entry_id}{TAKEN}"
+        if _is_locked(marker):
+            continue  # a live `new` is taking it
+        if os.path.lexists(f"{where}/{entry_id}") and not remove_entry(
+                root, bucket, common_dir, entry_id, warn):
+            continue
+        unlink_if_exists(marker)
+        removed += 1
+    for entry_id in found.changed + found.bad_markers:
+        removed += remove_entry(root, bucket, common_dir, entry_id, warn)
+    for entry_id in found.unready:
+        if entry_id in found.taken:
+            continue
+        removed += remove_entry(root, bucket, common_dir, entry_id, warn)
+    return removed
+
+
+def drain(root: Root, bucket: str, common_dir: str, warn: Warn) -> int:
+    """Empty the pool (waits for a running filler to finish its entry first)."""
+    lock = FillLock(root, bucket)
+    if filling(root, bucket):
+        warn("waiting for the pool's filler to finish the entry it is making…")
+    lock.acquire(wait=True)
+    try:
+        removed = clean_up(root, bucket, common_dir, warn)
+        for entry in contents(root, bucket).ready:
+            claimed = claim(entry)
+            if claimed is None:
+                continue
+            if remove_entry(root, bucket, common_dir, entry.id, warn):
+                claimed.done()
+                removed += 1
+            else:
+                os.rename(claimed.taken_path, entry.marker())
+                claimed.give_up()
+        return removed
+    finally:
+        lock.release()
+
+
+def trim(root: Root, bucket: str, common_dir: str, size: int, max_age: float, now: float,
+         warn: Warn, dry_run: bool = False) -> list[str]:
+    """prune's share: entries beyond `size` (oldest first) and older than `max_age` days,
+    plus half-made ones. Skipped while a filler works on this pool (it cleans up itself)."""
+    lock = FillLock(root, bucket)
+    if dry_run:
+        ready = contents(root, bucket).ready
+        return [e.id for e in _doomed(ready, size, max_age, now)]
+    if not lock.acquire(wait=False):
+        return []
+    try:
+        clean_up(root, bucket, common_dir, warn)
+        removed = []
+        for entry in _doomed(contents(root, bucket).ready, size, max_age, now):
+            claimed = claim(entry)
+            if claimed is None:
+                continue
+            if remove_entry(root, bucket, common_dir, entry.id, warn):
+                claimed.done()
+                removed.append(entry.id)
+            else:
+                os.rename(claimed.taken_path, entry.marker())
+                claimed.give_up()
+        return removed
+    finally:
+        lock.release()
+
+
+def _doomed(ready: list[Entry], size: int, max_age: float, now: float) -> list[Entry]:
+    """Oldest first: what is beyond `size`, and whatever is older than `max_age` days."""
+    extra = max(0, len(ready) - size)
+    old = [e for e in ready if now - parse_timestamp(e.created_at) > max_age * 86400]
+    doomed = {e.id: e for e in ready[:extra] + old}
+    return sorted(doomed.values(), key=lambda e: e.created_at)
+
+
+# -- taking an entry (by `new`) ---------------------------------------------------------------
+class Taken(NamedTuple):
+    """An entry moved into place: what `new` needs to decide which hooks run again."""
+
+    base: str  # the commit the entry's hooks ran at
+    hooks: tuple[dict[str, object], ...]
+
+
+def take(root: Root, bucket: str, sparse: tuple[str, ...], start: str, checkout: str,
+         warn: Warn) -> Taken | None:
+    """Move a ready entry into `checkout` (an empty folder) and check out nothing else yet.
+    None when there is none to take (the caller then makes the worktree the slow way)."""
+    found = contents(root, bucket).ready
+    if not found:
+        return None
+    # the newest first, and one already at the start point before all others
+    found.sort(key=lambda e: (e.base == start, e.created_at), reverse=True)
+    for entry in found:
+        if entry.sparse != sparse:
+            continue
+        claimed = claim(entry)
+        if claimed is None:
+            continue
+        placed = _place(claimed, checkout, warn)
+        if placed:
+            return Taken(entry.base, entry.hooks)
+    return None
+
+
+def _place(claimed: Claimed, checkout: str, warn: Warn) -> bool:
+    entry = claimed.entry
+    git = g.Git(entry.path)
+    try:
+        status = git.out("status", "--porcelain=v2", "-z", "--branch",
+                         "--untracked-files=all", env={"GIT_OPTIONAL_LOCKS": "0"})
+    except VwtError:
+        status = "?"
+    if f"# branch.oid {entry.base}\0# branch.head (detached)\0" != status:
+        warn(f"pool entry {entry.id} has changes (or moved); set aside, not used")
+        os.rename(claimed.taken_path, f"{entry.path}{CHANGED}")
+        claimed.give_up()
+        return False
+    os.rename(entry.path, checkout)  # onto the reserved, empty folder: atomic
+    try:
+        moved = g.Git(checkout)
+        moved.run("worktree", "repair", checkout)
+        moved.run("worktree", "unlock", checkout)
+    except BaseException:
+        os.rename(checkout, entry.path)
+        os.mkdir(checkout)
+        g.Git(entry.path).run("worktree", "repair", entry.path, check=False)
+        claimed.give_up()
+        raise
+    claimed.done()
+    return True
+
+
+def check_out(checkout: str, branch: str, start: str, create_branch: bool) -> None:
+    """The branch at the start point, as `git worktree add` would have made it: a two-tree
+    switch from the entry's base, so only the files that differ are touched."""
+    user_git = g.Git(checkout, housekeeping=False)  # as the user would: hooks run
+    if create_branch:
+        user_git.run("checkout", "--quiet", "--no-track", "-b", branch, start)
+    else:
+        user_git.run("checkout", "--quiet", branch)
+
+
+def discard_placed(root: Root, repo_git: g.Git, checkout: str) -> None:
+    """Undo a take whose branch could not be checked out: the entry (no one's work) goes,
+    and the reserved folder is left empty again, as the slow way would have left it."""
+    from .remove import delete_trash
+
+    ensure_dir(root.trash, root.path)
+    trash = f"{root.trash}/pool-{os.path.basename(checkout)}-{os.urandom(16).hex()}"
+    os.rename(checkout, trash)
+    g.worktree_remove_entry(repo_git, checkout)
+    os.mkdir(checkout)
+    delete_trash(trash)
+
+
+# -- which hooks run again after a take --------------------------------------------------------
+def rerun_decider(git: g.Git, taken: Taken, start: str
+                  ) -> Callable[[Hook], HookResult | None]:
+    """For each post_create hook: None to run it (again), or the result it had in the pool.
+    A hook runs again when a path that changed between the entry's base and the start point
+    matches its `inputs`; without `inputs`, whenever the start point differs from the base;
+    and always when it did not run in the pool (new, changed, or unapproved there)."""
+    from .hooks import HookResult
+
+    changed = g.changed_paths(git, taken.base, start) if taken.base != start else []
+    ran = {str(h.get("key")): h for h in taken.hooks if h.get("status") == "ok"}
+
+    def decide(hook: Hook) -> HookResult | None:
+        before = ran.get(hook.key)
+        if before is None:
+            return None
+        if taken.base != start and (hook.inputs is None or any_matches(hook.inputs, changed)):
+            return None
+        code = before.get("exit_code")
+        return HookResult(hook.name, hook.type, hook.source, "ok",
+                          code if isinstance(code, int) else 0)
+    return decide
+
+
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    """One gitignore-style pattern as a regex over a file's path (matching the file, or
+    any folder above it)."""
+    dir_only = pattern.endswith("/")
+    pattern = pattern.rstrip("/")
+    anchored = "/" in pattern
+    pattern = pattern.lstrip("/")
+    body, i = "", 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            body, i = body + "(?:.*/)?", i + 3
+        elif pattern.startswith("/**", i) and i + 3 == len(pattern):
+            body, i = body + "/.*", i + 3
+        elif pattern.startswith("**", i):
+            body, i = body + ".*", i + 2
+        elif pattern[i] == "*":
+            body, i = body + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            body, i = body + "[^/]", i + 1
+        elif pattern[i] == "[" and "]" in pattern[i + 1:]:
+            end = pattern.index("]", i + 1)
+            body, i = body + "[" + pattern[i + 1:end].replace("!", "^", 1) + "]", end + 1
+        elif pattern[i] == "\\" and i + 1 < len(pattern):
+            body, i = body + re.escape(pattern[i + 1]), i + 2
+        else:
+            body, i = body + re.escape(pattern[i]), i + 1
+    prefix = "" if anchored else "(?:.*/)?"
+    suffix = "/.*" if dir_only else "(?:/.*)?"
+    return re.compile(f"{prefix}{body}{suffix}")
+
+
+def any_matches(patterns: Sequence[str], paths: Sequence[str]) -> bool:
+    """True when one of `paths` is matched by the gitignore-style `patterns` (the last
+    matching pattern decides; `!` negates)."""
+    compiled = [(p.startswith("!"), _pattern_regex(p.removeprefix("!")))
+                for p in patterns if p.strip() and not p.startswith("#")]
+    for path in paths:
+        matched = False
+        for negated, regex in compiled:
+            if regex.fullmatch(path):
+                matched = not negated
+        if matched:
+            return True
+    return False
+
+
+# -- the background refill --------------------------------------------------------------------
+def spawn_refill(home: str, repo_root: str, bucket: str) -> None:
+    """Start a detached filler (its own session, none of our standard streams) and return at
+    once. At most one runs and one waits per repository; more would have nothing to do."""
+    import subprocess
+
+    log = f"{home}/logs/worktree/{bucket}/pool-fill.log"
+    try:
+        os.makedirs(os.path.dirname(log), exist_ok=True)
+        with open(log, "ab") as out:
+            subprocess.Popen(
+                [sys.executable, "-m", "vibe_worktree.lifecycle.pool", home, repo_root],
+                cwd=repo_root, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                start_new_session=True, close_fds=True,
+            )
+    except OSError:
+        pass  # a refill is a convenience: `new` has already succeeded
+
+
+def _background_fill(home: str, repo_root: str) -> int:
+    """The detached filler: queue behind a running one (at most one waits), then fill."""
+    root = Root.at(home)
+    info = g.discover(repo_root)
+    bucket = bucket_name(info.repo_root, info.common_dir)
+    ensure_dir(folder(root, bucket), root.path)
+    queue = _open_lock(f"{folder(root, bucket)}/{QUEUE_LOCK}")
+    try:
+        if not _try_lock(queue):
+            return 0  # one is waiting already; it will see our take
+        lock = FillLock(root, bucket)
+        lock.acquire(wait=True)
+        os.close(queue)
+        queue = -1
+        lock.release()  # fill takes it again (a moment in which anyone may go first)
+
+        def say(message: str) -> None:
+            print(f"{utc_now()} {message}", flush=True)
+
+        outcome = fill(root, repo_root, wait=True, warn=say, progress=say)
+        if outcome.failure:
+            say(f"vwt: pool: {outcome.failure}")
+            return 1
+        return 0
+    finally:
+        if queue >= 0:
+            os.close(queue)
+
+
+def main(argv: list[str]) -> int:
+    try:
+        return _background_fill(argv[0], argv[1])
+    except VwtError as exc:
+        print(f"{utc_now()} vwt: pool: {exc.message}", flush=True)
+        return 1
+
+
+# -- status ---------------------------------------------------------------------------------
+class PoolStatus(NamedTuple):
+    bucket: str
+    repo_root: str | None
+    size: int
+    ready: int
+    filling: int
+    base: str | None
+    broken: int = 0  # half-made entries, dead takers' leftovers, changed ones
+
+    def to_json(self) -> dict[str, object]:
+        return dict(self._asdict())
+
+
+def status_of(root: Root, bucket: str, repo_root: str | None) -> PoolStatus:
+    found = contents(root, bucket)
+    busy = filling(root, bucket)
+    size = 0
+    if repo_root is not None:
+        try:
+            size = configured_size(root.home, repo_root)
+        except VwtError:
+            size = 0
+    live_taken = [t for t in found.taken if _is_locked(f"{folder(root, bucket)}/{t}{TAKEN}")]
+    unready = [u for u in found.unready if u not in found.taken]
+    broken = (len(found.changed) + len(found.bad_markers) + len(found.taken) - len(live_taken)
+              + (0 if busy else len(unready)))
+    base = found.ready[-1].base if found.ready else None
+    return PoolStatus(bucket, repo_root, size, len(found.ready), len(unready) if busy else 0,
+                      base, broken)
+
+
+def entry_ages(root: Root, bucket: str) -> list[tuple[str, float]]:
+    """(path, created epoch) of each ready entry, oldest first (for prune by size)."""
+    return [(e.path, parse_timestamp(e.created_at)) for e in contents(root, bucket).ready]
+
+
+if __name__ == "__main__":  # the detached filler
+    sys.exit(main(sys.argv[1:]))
+
+
+__all__ = ["Entry", "PoolStatus", "Taken", "drain", "fill", "spawn_refill", "take"]
