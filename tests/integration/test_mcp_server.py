@@ -220,6 +220,7 @@ def test_every_tool_result_matches_its_schema(box: Box) -> None:
         adopted = await checked(client, "adopt", paths=[str(box.tmp / "theirs")])
         assert adopted["adopted"][0]["name"] == "theirs"
         await checked(client, "prune", keep=0, dry_run=True)
+        assert (await checked(client, "pool"))["pools"][0]["ready"] == 0
         missing = await client.call_tool("remove", {"name": "nobody"})
         assert missing.is_error
         assert_matches_schema("mcp-remove", missing.structured_content)

@@ -48,6 +48,7 @@ STRAY_SNAPSHOT = "stray_snapshot"
 ORPHANED_REPOSITORY = "orphaned_repository"
 REPOSITORY_MOVED = "repository_moved"
 UNFINISHED_CHECKOUT = "unfinished_checkout"  # git never finished writing a recorded checkout
+BROKEN_POOL_ENTRY = "broken_pool_entry"
 
 ARCHIVE_FIX = ("vwt doctor --archive-orphans (if the repository was moved, run "
                "vwt doctor --relocate inside it instead)")
@@ -99,6 +100,7 @@ def check(root: Root, cwd: str) -> Report:
         found.extend(_entry_problems(entry, moved))
     found.extend(_unrecorded_checkouts(root))
     found.extend(_trash_leftovers(root))
+    found.extend(_pool_problems(root))
     repos = _known_repos(claims, here)
     for problems in g.map_parallel(lambda r: _repo_problems(root, r), list(repos.values())):
         found.extend(problems)
@@ -255,6 +257,36 @@ def _unrecorded_checkouts(root: Root) -> list[Problem]:
                     f"not managed by vwt: move {root.claim(b, n).checkout} out of "
                     f"{root.path} (or delete it if nothing in it is needed)")
             for b, n in confirmed]
+
+
+def _pool_problems(root: Root) -> list[Problem]:
+    """Warm pool entries that are not whole (a killed filler or taker, a changed entry, a
+    ready one whose checkout is gone): never handed out, and `vwt pool drain` clears them."""
+    if not os.path.isdir(f"{root.path}/.pool"):
+        return []
+    from ..lifecycle import pool
+
+    found = []
+    for bucket in pool.pool_buckets(root):
+        repo_root = pool.repo_root_of(root, bucket)
+        fix = f"vwt -C {repo_root} pool drain" if repo_root else "vwt pool drain"
+        state = pool.contents(root, bucket)
+        busy = pool.filling(root, bucket)
+        folder = pool.folder(root, bucket)
+        bad = {i: "its ready marker cannot be read" for i in state.bad_markers}
+        bad |= {i: "it was found with changes in it (kept until snapshotted)"
+                for i in state.changed}
+        bad |= {i: "a vwt new taking it was interrupted" for i in state.taken
+                if not pool.taken_live(root, bucket, i)}
+        if not busy:
+            bad |= {i: "a fill was interrupted before it was ready" for i in state.unready
+                    if i not in state.taken}
+        bad |= {e.id: "its checkout is not a whole git worktree" for e in state.ready
+                if not os.path.isfile(f"{e.path}/.git")}
+        found += [Problem(BROKEN_POOL_ENTRY, bucket, None, f"{folder}/{entry_id}",
+                          f"pool entry {entry_id}: {why}; it is never handed out", fix)
+                  for entry_id, why in sorted(bad.items())]
+    return found
 
 
 def _trash_leftovers(root: Root) -> list[Problem]:

@@ -255,10 +255,14 @@ def _tools(session: Session) -> list[tuple[str, Any]]:
             return _result(result.to_json(), is_error=bool(result.refused))
         return _call(run)
 
+    def pool(all_repos: bool = False, directory: str | None = None) -> Any:
+        return _call(lambda: _result({"pools": [p.to_json() for p in session.worktrees(
+            directory).pool_status(all_repos=all_repos)]}))
+
     return [("create", create), ("list", list_worktrees), ("status", status),
             ("remove", remove), ("snapshot", snapshot), ("restore", restore), ("prune", prune),
             ("merge", merge), ("sync", sync), ("conflicts", conflicts), ("foreign", foreign),
-            ("adopt", adopt)]
+            ("adopt", adopt), ("pool", pool)]
 
 
 DESCRIPTIONS = {
@@ -273,8 +277,10 @@ DESCRIPTIONS = {
         "(or `from_ref`, if the work applies cleanly); the source keeps its copy. Lifecycle "
         "hooks run: the user's, and project hooks already approved (others are skipped; see "
         "`hooks` in the result). Returns {name, branch, path, bucket, repo_root, base_commit, "
-        "branch_created, created, hooks, sparse, and carried when carrying}; work inside "
-        "`path`. The worktree is held by this session until it disconnects."
+        "branch_created, created, hooks, sparse, pooled, and carried when carrying}; work "
+        "inside `path`. `pooled` is true when a ready worktree of the repository's warm pool "
+        "was taken (its setup hooks had already run). The worktree is held by this session "
+        "until it disconnects."
     ),
     "list": (
         "List the managed worktrees of the repository (all repositories with `all_repos`). "
@@ -363,6 +369,12 @@ DESCRIPTIONS = {
         "inside), the main working tree, another filesystem, submodules, a detached HEAD, "
         "already managed. Returns {adopted: [{path, name, from, branch, made_by, bucket}], "
         "refused: [{path, reason, message}]}; an error result when any was refused."
+    ),
+    "pool": (
+        "The warm pool of ready worktrees (setup hooks already run) that `create` takes "
+        "from: {pools: [{bucket, repo_root, size, ready, filling, base, broken}]} for this "
+        "repository (every repository with `all_repos`). Read-only; the user fills and "
+        "drains it with `vwt pool fill` / `vwt pool drain`."
     ),
 }
 

@@ -29,6 +29,7 @@ import json
 import os
 import re
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -228,6 +229,11 @@ class FillLock:
 
 def filling(root: Root, bucket: str) -> bool:
     return _is_locked(f"{folder(root, bucket)}/{FILL_LOCK}")
+
+
+def taken_live(root: Root, bucket: str, entry_id: str) -> bool:
+    """A `new` is taking this entry right now."""
+    return _is_locked(f"{folder(root, bucket)}/{entry_id}{TAKEN}")
 
 
 # -- claiming an entry (atomic) --------------------------------------------------------------
@@ -518,6 +524,32 @@ def trim(root: Root, bucket: str, common_dir: str, size: int, max_age: float, no
         lock.release()
 
 
+def prune_pools(root: Root, dry_run: bool, warn: Warn) -> list[dict[str, object]]:
+    """`vwt prune`'s share: in every repository's pool, the entries beyond its size or older
+    than `pool_max_age_days`, and the half-made ones. [{bucket, id}] of the ready entries
+    removed (or, with `dry_run`, that would be)."""
+    buckets = pool_buckets(root)
+    if not buckets:
+        return []
+    max_age = max_age_days(root.home)
+    now = time.time()
+    removed: list[dict[str, object]] = []
+    for bucket in buckets:
+        repo_root = repo_root_of(root, bucket)
+        try:
+            info = g.discover(repo_root) if repo_root and os.path.isdir(repo_root) else None
+            size = configured_size(root.home, repo_root) if info and repo_root else 0
+        except VwtError as exc:
+            warn(f"pool {bucket}: {exc.message}; left alone")
+            continue
+        if info is None:
+            warn(f"pool {bucket}: its repository {repo_root} is gone; left alone")
+            continue
+        ids = trim(root, bucket, info.common_dir, size, max_age, now, warn, dry_run)
+        removed += [{"bucket": bucket, "id": entry_id} for entry_id in ids]
+    return removed
+
+
 def _doomed(ready: list[Entry], size: int, max_age: float, now: float) -> list[Entry]:
     """Oldest first: what is beyond `size`, and whatever is older than `max_age` days."""
     extra = max(0, len(ready) - size)
@@ -755,7 +787,7 @@ def status_of(root: Root, bucket: str, repo_root: str | None) -> PoolStatus:
             size = configured_size(root.home, repo_root)
         except VwtError:
             size = 0
-    live_taken = [t for t in found.taken if _is_locked(f"{folder(root, bucket)}/{t}{TAKEN}")]
+    live_taken = [t for t in found.taken if taken_live(root, bucket, t)]
     unready = [u for u in found.unready if u not in found.taken]
     broken = (len(found.changed) + len(found.bad_markers) + len(found.taken) - len(live_taken)
               + (0 if busy else len(unready)))

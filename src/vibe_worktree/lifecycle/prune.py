@@ -86,12 +86,14 @@ class PruneResult:
         self.reservations_discarded: list[dict[str, object]] = []
         self.stale_holders_removed = 0
         self.trash_deleted = 0  # leftovers of interrupted removals (`.trash`), not in the JSON
+        self.pool_removed: list[dict[str, object]] = []
 
     def to_json(self) -> dict[str, object]:
         return {
             "removed": self.removed, "kept": self.kept,
             "reservations_discarded": self.reservations_discarded,
             "stale_holders_removed": self.stale_holders_removed,
+            "pool_removed": self.pool_removed,
         }
 
 
@@ -166,9 +168,19 @@ def prune(root: Root, keep: int | None = None, dry_run: bool = False,
                            None if dry_run else CHUNK)
         first = False
         if not more:
+            _prune_pools(root, dry_run, result, warn)
             return result
         if someone_waiting(root.prune_lock):  # else a pause would only slow prune down
             time.sleep(LET_OTHERS_IN)
+
+
+def _prune_pools(root: Root, dry_run: bool, result: PruneResult, warn: Warn) -> None:
+    """The warm pools (docs/pool.md): not counted by `--keep`; trimmed to their size and age
+    under their own locks, after retention."""
+    if os.path.isdir(f"{root.path}/.pool"):
+        from .pool import prune_pools
+
+        result.pool_removed = prune_pools(root, dry_run, warn)
 
 
 def _tidy(root: Root, dry_run: bool, result: PruneResult, warn: Warn) -> list[Entry]:
