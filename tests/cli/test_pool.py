@@ -292,6 +292,7 @@ def test_racing_new_calls_for_the_last_entry_each_get_a_distinct_whole_worktree(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     setup_pool(repo, vwt, 1, deps_hook(sandbox))
     vwt.ok("pool", "fill")
+    (sandbox.vibe_home / "worktree.toml").write_text("[pool]\nsize = 0\n")  # no refill: one
     with ThreadPoolExecutor(6) as pool:
         results = list(pool.map(lambda i: vwt("new", f"racer-{i}", "--json", "--no-fetch"),
                                 range(6)))
