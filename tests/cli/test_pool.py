@@ -58,10 +58,10 @@ def status(vwt: Vwt) -> dict:
 
 
 def wait_for_fillers(vwt: Vwt, repo: Repo, timeout: float = 60) -> None:
-    """Until no background filler holds or waits for this pool's lock."""
+    """Until no background filler holds or waits for this pool's lock (`new` takes the
+    waiting place for the filler it starts before it returns)."""
     folder = pool_dir(vwt, repo)
     deadline = time.monotonic() + timeout
-    time.sleep(0.3)  # a filler just spawned may not have taken its lock yet
     while time.monotonic() < deadline:
         if not any(is_locked(folder / name) for name in (".fill", ".fill-queue")
                    if (folder / name).exists()):

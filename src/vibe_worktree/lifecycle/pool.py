@@ -292,13 +292,14 @@ def _start_point(home: str, cwd: str, fetch: bool, warn: Warn) -> tuple[g.Probe,
 
 def fill(root: Root, cwd: str, size: int | None = None, *, wait: bool = True,
          fetch: bool = True, ask: Ask | None = None, warn: Warn = _quiet,
-         progress: Warn = _quiet) -> FillOutcome:
+         progress: Warn = _quiet, held: FillLock | None = None) -> FillOutcome:
     """Make ready entries until the pool holds `size` (default: the configured size).
-    One filler per repository: with `wait` False, return at once when another is busy."""
+    One filler per repository: with `wait` False, return at once when another is busy.
+    `held`: the fill lock, already taken by the caller (released here)."""
     info = g.discover(cwd)
     bucket = bucket_name(info.repo_root, info.common_dir)
-    lock = FillLock(root, bucket)
-    if not lock.acquire(wait):
+    lock = held or FillLock(root, bucket)
+    if held is None and not lock.acquire(wait):
         return FillOutcome(0, None)
     try:
         _write_repo_file(root, bucket, info.repo_root)
@@ -355,11 +356,14 @@ def _make_entry(root: Root, bucket: str, info: g.RepoInfo, start: str, ask: Ask 
     config = ["-c", f"checkout.workers={0}",
               "-c", f"checkout.thresholdForParallelism={g.PARALLEL_CHECKOUT_THRESHOLD}"]
     g.Git(info.repo_root, housekeeping=False).run(*config, *args, path, start)
+    checked_out = time.time()
     if sparse:
         populate(path, sparse)
     copy_included_files(info.repo_root, path, root.home, warn)
     results, failure = _run_hooks(root.home, bucket, entry_id, path, info.repo_root, start,
                                   bool(sparse), ask, warn)
+    if failure is None:
+        _settle_index(path, checked_out)
     if failure is None and not _is_clean(path):
         failure = ("a post_create hook changed files git tracks (or left untracked files "
                    "that are not ignored); a pool entry must be clean, so it was not kept")
@@ -396,6 +400,15 @@ def _run_hooks(home: str, bucket: str, entry_id: str, path: str, repo_root: str,
         how = "timed out" if failed[0].status == h.TIMED_OUT else f"exited {failed[0].exit_code}"
         return [], f"post_create hook {failed[0].name} {how}"
     return [dict(r.to_json(), key=keys[r.name]) for r in results], None
+
+
+def _settle_index(path: str, checked_out: float) -> None:
+    """Rewrite the index once its files are older than it: a fresh checkout's entries are
+    "racily clean" (written in the same second as the index), so every later status would
+    read all their contents again. Settled here, `new`'s check of the entry and its
+    checkout of the branch only compare file stats."""
+    time.sleep(max(0.0, checked_out + 1.1 - time.time()))
+    g.Git(path).run("update-index", "-q", "--refresh", check=False)
 
 
 def _is_clean(path: str) -> bool:
@@ -600,19 +613,46 @@ def _place(claimed: Claimed, checkout: str, warn: Warn) -> bool:
         os.rename(claimed.taken_path, f"{entry.path}{CHANGED}")
         claimed.give_up()
         return False
+    admin = _admin_dir(entry.path)
+    if admin is None:
+        warn(f"pool entry {entry.id} is not a whole worktree; set aside, not used")
+        os.rename(claimed.taken_path, f"{entry.path}{CHANGED}")
+        claimed.give_up()
+        return False
     os.rename(entry.path, checkout)  # onto the reserved, empty folder: atomic
     try:
-        moved = g.Git(checkout)
-        moved.run("worktree", "repair", checkout)
-        moved.run("worktree", "unlock", checkout)
+        _relink(admin, checkout)
     except BaseException:
         os.rename(checkout, entry.path)
         os.mkdir(checkout)
-        g.Git(entry.path).run("worktree", "repair", entry.path, check=False)
         claimed.give_up()
         raise
     claimed.done()
     return True
+
+
+def _admin_dir(checkout: str) -> str | None:
+    """The worktree's admin folder inside the common git dir, from its `.git` file."""
+    try:
+        with open(f"{checkout}/.git", encoding="utf-8") as handle:
+            text = handle.read(4096).strip()
+    except OSError:
+        return None
+    admin = text.removeprefix("gitdir: ")
+    if admin == text or not os.path.isfile(f"{admin}/gitdir"):
+        return None
+    return admin
+
+
+def _relink(admin: str, checkout: str) -> None:
+    """What `git worktree repair` and `git worktree unlock` do after the folder moved,
+    without two git processes: point the admin's `gitdir` file at the new `.git` (written
+    atomically, while the lock still keeps `git worktree prune` away), then unlock."""
+    temp = f"{admin}/gitdir.vwt-{os.urandom(4).hex()}"
+    with open(temp, "w", encoding="utf-8") as handle:
+        handle.write(f"{checkout}/.git\n")
+    os.replace(temp, f"{admin}/gitdir")
+    unlink_if_exists(f"{admin}/locked")
 
 
 def check_out(checkout: str, branch: str, start: str, create_branch: bool) -> None:
@@ -711,54 +751,60 @@ def any_matches(patterns: Sequence[str], paths: Sequence[str]) -> bool:
 # -- the background refill --------------------------------------------------------------------
 def spawn_refill(home: str, repo_root: str, bucket: str) -> None:
     """Start a detached filler (its own session, none of our standard streams) and return at
-    once. At most one runs and one waits per repository; more would have nothing to do."""
+    once. At most one runs and one waits per repository: the waiting place (`.fill-queue`)
+    is taken here, before `new` returns, and handed to the child with its descriptor; when
+    it is taken already, the waiting filler will see this take, and none is started."""
     import subprocess
 
+    root = Root.at(home)
     log = f"{home}/logs/worktree/{bucket}/pool-fill.log"
     try:
+        ensure_dir(folder(root, bucket), root.path)
+        queue = _open_lock(f"{folder(root, bucket)}/{QUEUE_LOCK}")
+    except (OSError, VwtError):
+        return  # a refill is a convenience: `new` has already succeeded
+    try:
+        if not _try_lock(queue):
+            return
         os.makedirs(os.path.dirname(log), exist_ok=True)
         with open(log, "ab") as out:
             subprocess.Popen(
-                [sys.executable, "-m", "vibe_worktree.lifecycle.pool", home, repo_root],
+                [sys.executable, "-m", "vibe_worktree.lifecycle.pool", home, repo_root,
+                 str(queue)],
                 cwd=repo_root, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                start_new_session=True, close_fds=True,
+                start_new_session=True, close_fds=True, pass_fds=(queue,),
             )
     except OSError:
-        pass  # a refill is a convenience: `new` has already succeeded
+        pass
+    finally:
+        os.close(queue)  # the child's copy keeps the lock
 
 
-def _background_fill(home: str, repo_root: str) -> int:
-    """The detached filler: queue behind a running one (at most one waits), then fill."""
+def _background_fill(home: str, repo_root: str, queue: int) -> int:
+    """The detached filler: holding the waiting place (`queue`, inherited locked), wait for
+    the fill lock, let the waiting place go, then fill."""
     root = Root.at(home)
     info = g.discover(repo_root)
     bucket = bucket_name(info.repo_root, info.common_dir)
-    ensure_dir(folder(root, bucket), root.path)
-    queue = _open_lock(f"{folder(root, bucket)}/{QUEUE_LOCK}")
+    lock = FillLock(root, bucket)
     try:
-        if not _try_lock(queue):
-            return 0  # one is waiting already; it will see our take
-        lock = FillLock(root, bucket)
         lock.acquire(wait=True)
-        os.close(queue)
-        queue = -1
-        lock.release()  # fill takes it again (a moment in which anyone may go first)
-
-        def say(message: str) -> None:
-            print(f"{utc_now()} {message}", flush=True)
-
-        outcome = fill(root, repo_root, wait=True, warn=say, progress=say)
-        if outcome.failure:
-            say(f"vwt: pool: {outcome.failure}")
-            return 1
-        return 0
     finally:
-        if queue >= 0:
-            os.close(queue)
+        os.close(queue)
+
+    def say(message: str) -> None:
+        print(f"{utc_now()} {message}", flush=True)
+
+    outcome = fill(root, repo_root, warn=say, progress=say, held=lock)
+    if outcome.failure:
+        say(f"vwt: pool: {outcome.failure}")
+        return 1
+    return 0
 
 
 def main(argv: list[str]) -> int:
     try:
-        return _background_fill(argv[0], argv[1])
+        return _background_fill(argv[0], argv[1], int(argv[2]))
     except VwtError as exc:
         print(f"{utc_now()} vwt: pool: {exc.message}", flush=True)
         return 1
