@@ -102,6 +102,7 @@ class Listed(NamedTuple):
     agent: str | None = None  # §14: the agent that made it ("claude-code"), its session
     session: str | None = None
     activity: Activity | None = None  # what that agent's session is doing, if it lives
+    size: int | None = None  # §15: bytes of the checkout's own files (`list --size`)
 
     @property
     def held(self) -> bool:
@@ -127,6 +128,7 @@ class Listed(NamedTuple):
             behind=self.behind, integrated=self.integrated, safe_to_remove=self.safe_to_remove,
             agent=self.agent, session=self.session,
             activity=self.activity.to_json() if self.activity else None,
+            **({} if self.size is None else {"size": self.size}),
         )
 
 
@@ -452,7 +454,19 @@ class Worktrees:
         return Output(self.warn, self.progress)
 
     # -- look ------------------------------------------------------------------------------
-    def list(self, *, all_repos: bool = False, with_status: bool = True) -> list[Listed]:
+    def list(self, *, all_repos: bool = False, with_status: bool = True,
+             with_size: bool = False) -> list[Listed]:
+        """`with_size`: also the bytes each checkout's own files take (`size`), as `du -s`
+        counts them, measured several at a time."""
+        rows = self._list(all_repos, with_status)
+        if with_size:
+            from .core.disk import sizes
+
+            rows = [_replace(row, size=size)
+                    for row, size in zip(rows, sizes([r.path for r in rows]), strict=True)]
+        return rows
+
+    def _list(self, all_repos: bool, with_status: bool) -> builtins.list[Listed]:
         buckets = self.root.buckets() if all_repos else [self.repo.bucket]
         found = entries(self.root, buckets, with_recovery=False)
         with registry_lock(self.root):
@@ -709,11 +723,17 @@ class Worktrees:
         return _sync(self.claim(name), None, False, self.warn, action=ABORT)
 
     def prune(self, keep: int | None = None, dry_run: bool = False,
-              merged: bool = False) -> PruneResult:
-        """Retention; `merged` also removes clean worktrees whose commits have landed."""
+              merged: bool = False, max_size: int | str | None = None) -> PruneResult:
+        """Retention; `merged` also removes clean worktrees whose commits have landed;
+        `max_size` (bytes, or `"20G"`; default `max_size` of config.toml) then removes pool
+        entries and the oldest unheld worktrees until all of them take at most that."""
         from .lifecycle.prune import prune
 
-        return prune(self.root, keep, dry_run, self.warn, merged)
+        if isinstance(max_size, str):
+            from .core.disk import parse_size
+
+            max_size = parse_size(max_size)
+        return prune(self.root, keep, dry_run, self.warn, merged, max_size)
 
     # -- other tools' worktrees --------------------------------------------------------------
     def foreign(self, *, all_repos: bool = False) -> Sequence[Foreign]:

@@ -104,7 +104,8 @@ def _command_name(argv: list[str]) -> str | None:
 # The hot commands' options, for parsing them without argparse (its import and set-up
 # cost B2 and B6 about 5 ms): flag -> attribute, and option taking a value -> attribute.
 _HOT: dict[str, tuple[dict[str, str], dict[str, str], tuple[str, ...]]] = {
-    "list": ({"--all": "all", "--no-status": "no_status", "--json": "json"}, {}, ()),
+    "list": ({"--all": "all", "--no-status": "no_status", "--json": "json", "--size": "size"},
+             {}, ()),
     "new": (
         {"--no-fetch": "no_fetch", "--cd": "cd", "--json": "json", "--no-hooks": "no_hooks",
          "--carry": "carry", "--move": "move"},
@@ -262,6 +263,8 @@ def _skill_args(p: argparse.ArgumentParser) -> None:
 def _list_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true", help="all repositories")
     p.add_argument("--no-status", action="store_true", help="skip git status (faster)")
+    p.add_argument("--size", action="store_true",
+                   help="also the disk each checkout's own files take (as du -s counts them)")
 
 
 def _name_arg(p: argparse.ArgumentParser) -> None:
@@ -290,6 +293,9 @@ def _prune_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="report the plan, change nothing")
     p.add_argument("--merged", action="store_true",
                    help="also remove clean worktrees whose commits are in the target branch")
+    p.add_argument("--max-size", metavar="SIZE",
+                   help="then remove pool entries and the oldest unheld worktrees until all take "
+                        "at most SIZE (20G, 500M; binary units; default: max_size of config.toml)")
 
 
 def _schema_args(p: argparse.ArgumentParser) -> None:
@@ -376,13 +382,14 @@ def _all_outside_a_repo(wt: Worktrees, all_repos: bool) -> bool:
 def cmd_list(wt: Worktrees, ns: argparse.Namespace) -> int:
     all_repos = _all_outside_a_repo(wt, ns.all)
     if ns.json or ns.no_status or not _stderr_on_terminal():
-        rows = wt.list(all_repos=all_repos, with_status=not ns.no_status)
+        rows = wt.list(all_repos=all_repos, with_status=not ns.no_status,
+                       with_size=ns.size)
     else:
         from .render import Progress
 
         with Progress() as progress:
             progress.update("vwt: inspecting worktrees…")
-            rows = wt.list(all_repos=all_repos, with_status=True)
+            rows = wt.list(all_repos=all_repos, with_status=True, with_size=ns.size)
     if ns.json:
         _print_json([r.to_json() for r in rows])
         return EXIT_OK
@@ -588,7 +595,8 @@ def cmd_prune(wt: Worktrees, ns: argparse.Namespace) -> int:
 
     with Progress(enabled=_stderr_on_terminal() and not ns.json) as progress:
         progress.update("vwt: pruning…" if not ns.dry_run else "vwt: planning the prune…")
-        result = wt.prune(keep=ns.keep, dry_run=ns.dry_run, merged=ns.merged)
+        result = wt.prune(keep=ns.keep, dry_run=ns.dry_run, merged=ns.merged,
+                          max_size=ns.max_size)
     if ns.json:
         _print_json(result.to_json())
         return EXIT_OK
@@ -608,8 +616,14 @@ def cmd_prune(wt: Worktrees, ns: argparse.Namespace) -> int:
     if result.trash_deleted:
         print(f"{'would delete' if ns.dry_run else 'deleted'} {result.trash_deleted} "
               "leftover(s) of interrupted removals in .trash")
+    for item in result.pool_removed:
+        print(f"{verb} pool entry {item['bucket']}/{item['id']}")
+    if result.freed_bytes:
+        from .core.disk import human
+
+        print(f"{'would free' if ns.dry_run else 'freed'} {human(result.freed_bytes)}")
     if not (result.removed or result.kept or result.reservations_discarded
-            or result.stale_holders_removed or result.trash_deleted):
+            or result.stale_holders_removed or result.trash_deleted or result.pool_removed):
         print("nothing to prune", file=sys.stderr)
     return EXIT_OK
 

@@ -133,6 +133,14 @@ def list_table(rows: list[Listed], colour: bool) -> str:
     cells = [HEADER] + [list_cells(r) for r in rows]
     colours: list[list[str | None]] = [[DIM] * len(HEADER)]
     colours += [[_cell_colour(x, r) for x in range(len(HEADER))] for r in rows]
+    if any(r.size is not None for r in rows):  # `list --size`: SIZE before PATH
+        from .core.disk import human
+
+        for line, row in zip(cells, [None, *rows], strict=True):
+            line.insert(-1, "SIZE" if row is None else
+                        "-" if row.size is None else human(row.size))
+        for codes in colours:
+            codes.insert(-1, codes[-1] if codes is colours[0] else None)
     return table(cells, colours, colour)
 
 

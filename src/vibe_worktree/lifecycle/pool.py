@@ -563,6 +563,49 @@ def prune_pools(root: Root, dry_run: bool, warn: Warn) -> list[dict[str, object]
     return removed
 
 
+class Placed(NamedTuple):
+    """A ready entry and the pool it is in (for prune by size, across repositories)."""
+
+    bucket: str
+    id: str
+    path: str
+    created_at: str
+    common_dir: str
+
+
+def ready_everywhere(root: Root) -> list[Placed]:
+    """Every ready entry of every pool whose repository is still there, oldest first."""
+    found = []
+    for bucket in pool_buckets(root):
+        repo_root = repo_root_of(root, bucket)
+        try:
+            info = g.discover(repo_root) if repo_root and os.path.isdir(repo_root) else None
+        except VwtError:
+            info = None
+        if info is None:
+            continue
+        found += [Placed(bucket, e.id, e.path, e.created_at, info.common_dir)
+                  for e in contents(root, bucket).ready]
+    return sorted(found, key=lambda p: p.created_at)
+
+
+def remove_ready(root: Root, placed: Placed, warn: Warn) -> bool:
+    """Claim one ready entry and remove it; False when someone took it first or it was kept
+    (its snapshot failed)."""
+    for entry in contents(root, placed.bucket).ready:
+        if entry.id != placed.id:
+            continue
+        claimed = claim(entry)
+        if claimed is None:
+            return False
+        if remove_entry(root, placed.bucket, placed.common_dir, entry.id, warn):
+            claimed.done()
+            return True
+        os.rename(claimed.taken_path, entry.marker())
+        claimed.give_up()
+    return False
+
+
 def _doomed(ready: list[Entry], size: int, max_age: float, now: float) -> list[Entry]:
     """Oldest first: what is beyond `size`, and whatever is older than `max_age` days."""
     extra = max(0, len(ready) - size)

@@ -87,13 +87,14 @@ class PruneResult:
         self.stale_holders_removed = 0
         self.trash_deleted = 0  # leftovers of interrupted removals (`.trash`), not in the JSON
         self.pool_removed: list[dict[str, object]] = []
+        self.freed_bytes = 0
 
     def to_json(self) -> dict[str, object]:
         return {
             "removed": self.removed, "kept": self.kept,
             "reservations_discarded": self.reservations_discarded,
             "stale_holders_removed": self.stale_holders_removed,
-            "pool_removed": self.pool_removed,
+            "pool_removed": self.pool_removed, "freed_bytes": self.freed_bytes,
         }
 
 
@@ -149,15 +150,18 @@ def _label(entry: Entry, **more: object) -> dict[str, object]:
 
 
 def prune(root: Root, keep: int | None = None, dry_run: bool = False,
-          warn: Warn = lambda _m: None, merged: bool = False) -> PruneResult:
+          warn: Warn = lambda _m: None, merged: bool = False,
+          max_size: int | None = None) -> PruneResult:
     """Retention in passes of at most CHUNK removals, each under the `.prune` lock.
 
     Between passes the lock is let go for a moment, so `vwt new` and `vwt run` wait for
     one pass, not for the whole prune. Each pass decides afresh from what is on disk.
     `merged`: also remove every clean, unheld worktree whose commits are integrated
     into its target branch (SPEC §8 prune --merged), whatever the limit.
+    `max_size` (bytes; else `max_size` of config.toml): then shrink to it (`_shrink`).
     """
     limit = worktree_limit(root, keep)
+    size_limit = max_size if max_size is not None else _config_max_size(root)
     result = PruneResult()
     settled: set[tuple[str, str]] = set()  # kept during this prune: not tried again
     first = True
@@ -169,6 +173,8 @@ def prune(root: Root, keep: int | None = None, dry_run: bool = False,
         first = False
         if not more:
             _prune_pools(root, dry_run, result, warn)
+            if size_limit is not None:
+                _shrink(root, size_limit, dry_run, result, warn)
             return result
         if someone_waiting(root.prune_lock):  # else a pause would only slow prune down
             time.sleep(LET_OTHERS_IN)
@@ -578,3 +584,56 @@ def _remove_held(holds: list[tuple[Entry, Holder]], result: PruneResult,
                                      reason=reasons.get(id(entry), RETENTION),
                                      **_work(item.doomed.inspection)))
     return len(ready)
+
+
+# -- the disk bound (`--max-size`, `max_size`) --------------------------------------------------
+MAX_SIZE = "max_size"
+
+
+def _config_max_size(root: Root) -> int | None:
+    """`max_size` of config.toml: a size string (`20G`) or a number of bytes."""
+    from ..core.config import read_config
+    from ..core.disk import parse_size
+
+    value = read_config(root.home).get("max_size")
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str):
+        return parse_size(value, f"max_size in {root.config_file}")
+    raise VwtError(f"max_size in {root.config_file} must be a size such as \"20G\"")
+
+
+def _shrink(root: Root, limit: int, dry_run: bool, result: PruneResult, warn: Warn) -> None:
+    """Until the managed checkouts and the pools take at most `limit` bytes: remove pool
+    entries (oldest first), then the oldest worktrees no one holds, each snapshotted first
+    as retention does. `freed_bytes` adds up what went (or, with `dry_run`, would go)."""
+    from ..core.disk import sizes
+    from . import pool
+
+    pooled = pool.ready_everywhere(root)
+    found = [e for e in entries(root, root.buckets())
+             if e.state == READY and e.record is not None]
+    found.sort(key=lambda e: (e.record.claimed_epoch() if e.record else 0.0,
+                              e.claim.bucket, e.name))
+    measured = sizes([p.path for p in pooled] + [e.claim.checkout for e in found])
+    pool_sizes, worktree_sizes = measured[:len(pooled)], measured[len(pooled):]
+    excess = sum(measured) - limit
+    for placed, size in zip(pooled, pool_sizes, strict=True):
+        if excess <= 0:
+            return
+        if dry_run or pool.remove_ready(root, placed, warn):
+            result.pool_removed.append({"bucket": placed.bucket, "id": placed.id})
+            result.freed_bytes += size
+            excess -= size
+    for entry, size in zip(found, worktree_sizes, strict=True):
+        if excess <= 0:
+            return
+        with prune_lock(root):
+            if _reap([entry], dry_run, result, {id(entry): MAX_SIZE}):
+                result.freed_bytes += size
+                excess -= size
+    if excess > 0:
+        warn(f"still {excess} bytes over the size limit: what is left is held, or could "
+             "not be snapshotted (see kept)")
