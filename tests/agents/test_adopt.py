@@ -3,6 +3,7 @@ stash and branch as it was; refused, with nothing changed, when a move is not sa
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -285,3 +286,37 @@ def test_adopt_on_a_full_disk_succeeds_or_says_so_and_loses_nothing(sandbox, sma
         moved = Path(again.json()["adopted"][0]["path"])
         assert fingerprint(repo, moved) == before
         assert vwt.ok("doctor", env_extra=home, cwd=repo.path).out.strip() == "healthy"
+
+
+# -- concurrency ------------------------------------------------------------------------------
+def test_parallel_adoptions_of_one_worktree_move_it_once(repo, vwt):
+    source = claude_code_worktree(repo, "feat")
+    busy_worktree(repo, source)
+    before = fingerprint(repo, source)
+
+    runs = [vwt.spawn("adopt", str(source), "--json") for _ in range(4)]
+    outputs = [(proc.wait(timeout=60), *proc.communicate()) for proc in runs]
+    assert all(out for _code, out, _err in outputs), outputs
+    results = [(code, json.loads(out)) for code, out, _err in outputs]
+
+    assert {code for code, _doc in results} <= {0, 1}
+    adopted = {a["path"] for _code, doc in results for a in doc["adopted"]}
+    assert adopted == {str(repo.checkout("feat"))}, results
+    refusals = {r["reason"] for _code, doc in results for r in doc["refused"]}
+    assert refusals <= {"locked", "not_found", "move_failed", "in_use"}, results
+    assert [r["name"] for r in vwt.list()] == ["feat"]
+    assert sorted(p.name for p in repo.claim("feat").parent.iterdir()) == ["feat"], \
+        "no reservation left behind"
+    assert fingerprint(repo, repo.checkout("feat")) == before
+    assert "locked" not in worktree_list(repo)
+
+
+def test_parallel_adoptions_of_same_named_folders_get_distinct_names(repo, vwt, sandbox):
+    sources = [plain_worktree(repo, sandbox.tmp / f"tool{i}" / "task", f"task-{i}")
+               for i in range(4)]
+    runs = [vwt.spawn("adopt", str(s), "--json") for s in sources]
+    for proc in runs:
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    names = sorted(r["name"] for r in vwt.list())
+    assert names == ["task", "task-2", "task-3", "task-4"]
+    assert sorted(repo.record(n)["branch"] for n in names) == [f"task-{i}" for i in range(4)]

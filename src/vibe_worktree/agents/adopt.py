@@ -95,18 +95,20 @@ def _adopt_one(root: Root, path: str) -> Adopted:
         earlier = _adopted_before(root, path)
         if earlier is not None:
             return earlier
-    repo, source = _worktree_at(root, path)
-    _check_movable(source)
-    users = processes_inside([path])[path]
-    if users:
-        raise Refused(IN_USE, f"{path} is in use: process {', '.join(map(str, users[:5]))} "
-                      "has its current directory inside; adopt it when they leave")
-    tool = made_by(path)
-    with prune_lock(root):  # the same lock `new` reserves under: no name is taken twice
-        if os.stat(path).st_dev != os.stat(root.path).st_dev:
-            raise Refused(OTHER_FILESYSTEM, f"{path} is on another filesystem than "
-                          f"{root.path}; a move would have to copy it")
-        claim, record, starting = _reserve_name(repo, os.path.basename(path), source, tool)
+    try:
+        repo, source = _worktree_at(root, path)
+        _check_movable(source)
+        tool = made_by(path)
+        with prune_lock(root):  # the same lock `new` reserves under: no name is taken twice
+            if os.stat(path).st_dev != os.stat(root.path).st_dev:
+                raise Refused(OTHER_FILESYSTEM, f"{path} is on another filesystem than "
+                              f"{root.path}; a move would have to copy it")
+            claim, record, starting = _reserve_name(repo, os.path.basename(path), source, tool)
+    except (VwtError, OSError):
+        if os.path.lexists(path):
+            raise
+        raise Refused(NOT_FOUND, f"{path} went away while it was being checked (another "
+                      "process moved or removed it)") from None
     try:
         move_in(claim, record, source)
     except BaseException as exc:
@@ -181,7 +183,8 @@ def _worktree_at(root: Root, path: str) -> tuple[Repo, Checkout]:
 
 
 def _check_movable(source: Checkout) -> None:
-    """What `git worktree move` would refuse (or need --force for), and a detached HEAD."""
+    """What `git worktree move` would refuse (or need --force for), a detached HEAD, and a
+    process working inside."""
     reason = lock_reason(source.admin_dir)
     if reason is not None:
         why = f" ({reason})" if reason else ""
@@ -195,6 +198,11 @@ def _check_movable(source: Checkout) -> None:
     if holding:
         raise Refused(SUBMODULES, f"{source.path} holds submodules ({holding}); git cannot "
                       "move a worktree with submodules")
+    users = processes_inside([source.path])[source.path]
+    if users:
+        raise Refused(IN_USE, f"{source.path} is in use: process "
+                      f"{', '.join(map(str, users[:5]))} has its current directory inside; "
+                      "adopt it when they leave")
 
 
 def _submodules(source: Checkout) -> str | None:
