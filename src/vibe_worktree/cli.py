@@ -206,8 +206,13 @@ def _new_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", nargs="?", metavar="NAME",
                    help="the worktree's name, also its branch (default: from the prompt)")
     p.add_argument("-p", "--prompt", help="task prompt to name the worktree from")
-    p.add_argument("-b", "--branch", help="branch to create or check out (default: NAME)")
-    p.add_argument("--from", dest="from_ref", metavar="REF", help="start point of a new branch")
+    p.add_argument("-b", "--branch",
+                   help="branch to create or check out (default: NAME; vibe/SLUG for a worktree "
+                        "named from --prompt)")
+    p.add_argument("--from", dest="from_ref", metavar="REF",
+                   help="start point of a new branch (default: the remote's default branch, "
+                        "such as origin/main, fetched first; HEAD without a remote; a warning "
+                        "says when the local branch of that name has commits the remote lacks)")
     p.add_argument("--no-fetch", action="store_true", help="do not fetch the remote first")
     p.add_argument("--pr", type=int, metavar="N",
                    help="start from pull request N of the remote, in branch pr-N")
@@ -547,6 +552,7 @@ def cmd_rm(wt: Worktrees, ns: argparse.Namespace) -> int:
         REMOVED,
     )
 
+    inside = _standing_in(wt, ns.name)
     terminal = _on_terminal()
     confirm_dirty: Any = True if ns.yes else (_ask if terminal else False)
     delete_branch = True if ns.delete_branch else None
@@ -568,7 +574,25 @@ def cmd_rm(wt: Worktrees, ns: argparse.Namespace) -> int:
     elif result.outcome in (REMOVED, FORGOTTEN):
         extra = f" (snapshot {result.snapshot_ref})" if result.snapshot_ref else ""
         print(f"{result.outcome} {result.name}{extra}")
+    if result.outcome == REMOVED and inside:
+        _say_left_behind(wt, ns.name)
     return code
+
+
+def _standing_in(wt: Worktrees, name: str) -> bool:
+    """This process (so, usually, the shell that started it) is inside NAME's checkout."""
+    try:
+        checkout = os.path.realpath(wt.claim(name).checkout)
+        here = os.path.realpath(os.getcwd())
+    except (VwtError, OSError):
+        return False
+    return here == checkout or here.startswith(checkout + os.sep)
+
+
+def _say_left_behind(wt: Worktrees, name: str) -> None:
+    print(f"vwt: warning: you were inside {name}, which is now removed; your shell stands in a "
+          f"deleted folder: cd {wt.repo.info.repo_root} (the shell function of vwt shell-init "
+          "does it for you)", file=sys.stderr)
 
 
 def cmd_snapshot(wt: Worktrees, ns: argparse.Namespace) -> int:
@@ -722,9 +746,14 @@ def cmd_board(wt: Worktrees, ns: argparse.Namespace) -> int:
     return serve(wt, ns.port, open_browser=not ns.no_open)
 
 
+TARGET_DEFAULT = ("the local branch named after the remote's default (origin/HEAD), else main, "
+                  "else master")
+
+
 def _merge_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("name", metavar="NAME")
-    p.add_argument("--into", metavar="BRANCH", help="target branch (default: main, see docs)")
+    p.add_argument("name", metavar="NAME", help="the worktree whose commits to land")
+    p.add_argument("--into", metavar="BRANCH",
+                   help=f"target branch (default: {TARGET_DEFAULT})")
     modes = p.add_mutually_exclusive_group()
     modes.add_argument("--squash", dest="mode", action="store_const", const="squash",
                        help="one new commit on the target (the default)")
@@ -745,7 +774,8 @@ def _merge_args(p: argparse.ArgumentParser) -> None:
 def _sync_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", metavar="NAME", help="the worktree to rebase")
     p.add_argument("--onto", metavar="BRANCH",
-                   help="branch to rebase onto (default: the target branch, see vwt merge)")
+                   help=f"branch to rebase onto (default: {TARGET_DEFAULT}; its remote-tracking "
+                        "branch when the fetch finds it ahead)")
     p.add_argument("--no-fetch", action="store_true", help="do not fetch the remote first")
     resolving = p.add_mutually_exclusive_group()
     resolving.add_argument("--stop-on-conflict", action="store_true",
@@ -765,6 +795,7 @@ def _say_outcome(message: str, code: int) -> None:
 
 
 def cmd_merge(wt: Worktrees, ns: argparse.Namespace) -> int:
+    inside = _standing_in(wt, ns.name)
     result = wt.merge(ns.name, into=ns.into, mode=ns.mode, message=ns.message,
                       commit=ns.commit, keep=ns.keep, fetch=not ns.no_fetch,
                       hooks=not ns.no_hooks, ask=_hook_asker())
@@ -781,6 +812,8 @@ def cmd_merge(wt: Worktrees, ns: argparse.Namespace) -> int:
     elif result.conflicts:
         for path in result.conflicts:
             print(path)
+    if result.removed and inside:
+        _say_left_behind(wt, ns.name)
     return result.exit_code
 
 

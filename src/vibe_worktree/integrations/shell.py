@@ -2,7 +2,9 @@
 
 The printed function wraps the real binary so that `vwt cd NAME`, `vwt new --cd
 ...` and `vwt restore --cd NAME` change the shell's own directory (a child
-process cannot), and registers tab completion of commands and worktree names.
+process cannot), leaves a worktree that `vwt rm` or `vwt merge` removed from under
+the shell for the repository's main checkout, and registers tab completion of
+commands and worktree names.
 Completion asks the hidden `vwt __complete -- WORD...` (the words after `vwt` up
 to the cursor, the last one possibly empty), so the logic lives once, here.
 """
@@ -36,6 +38,19 @@ vwt() {
   if [ "$_vwt_cmd" = cd ] || [ "$_vwt_cd" = 1 ]; then
     _vwt_dir="$(command vwt "$@")" || return $?
     builtin cd -- "$_vwt_dir"
+  elif [ "$_vwt_cmd" = rm ] || [ "$_vwt_cmd" = merge ]; then
+    # removing the worktree this shell stands in: go to its repository's main checkout
+    _vwt_dir="$(command git rev-parse --path-format=absolute --git-common-dir 2>/dev/null)"
+    command vwt "$@"
+    _vwt_arg=$?
+    if [ ! -d "$PWD" ]; then
+      case "$_vwt_dir" in
+        */.git) builtin cd -- "${_vwt_dir%/.git}" ;;
+        *) builtin cd -- "$HOME" ;;
+      esac
+      echo "vwt: now in $PWD" >&2
+    fi
+    return $_vwt_arg
   else
     command vwt "$@"
   fi
@@ -88,6 +103,20 @@ function vwt --description 'vibe-worktree: one git worktree per session'
     if test "$cmd" = cd; or test $wants_cd = 1
         set -l dir (command vwt $argv); or return $status
         builtin cd -- $dir
+    else if test "$cmd" = rm; or test "$cmd" = merge
+        # removing the worktree this shell stands in: go to its repository's main checkout
+        set -l common (command git rev-parse --path-format=absolute --git-common-dir 2>/dev/null)
+        command vwt $argv
+        set -l code $status
+        if not test -d "$PWD"
+            if string match -q -- '*/.git' "$common"
+                builtin cd -- (string replace -r -- '/\.git$' '' "$common")
+            else
+                builtin cd -- $HOME
+            end
+            echo "vwt: now in $PWD" >&2
+        end
+        return $code
     else
         command vwt $argv
     end

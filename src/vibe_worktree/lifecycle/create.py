@@ -217,6 +217,8 @@ def _add_worktree(repo: Repo, claim: Claim, branch: str, start: Start, out: Outp
                 populate(claim.checkout, sparse)
             return
         except GitFailed as exc:
+            if not start.create_branch:
+                _refuse_branch_checked_out(repo, branch)
             if (attempt == attempts - 1 or not g.met_a_worktree_being_added(exc.message)
                     or _has_git_file(claim)):
                 raise
@@ -225,6 +227,18 @@ def _add_worktree(repo: Repo, claim: Claim, branch: str, start: Start, out: Outp
         if not os.path.isdir(claim.checkout):
             os.mkdir(claim.checkout)
         time.sleep((0.03 + os.urandom(1)[0] / 2550) * (attempt + 1))  # jittered back-off
+
+
+def _refuse_branch_checked_out(repo: Repo, branch: str) -> None:
+    """Why an existing branch could not be checked out, in our words: a branch lives in one
+    checkout at a time (SPEC §3)."""
+    where = g.branch_checked_out_elsewhere(repo.git, branch)
+    if where is None:
+        return
+    which = " (the main checkout)" if where == repo.info.repo_root else ""
+    raise VwtError(f"branch {branch} is already checked out at {where}{which}; a worktree "
+                   f"needs a branch of its own: give another NAME (or -b NEW_BRANCH), and "
+                   f"--from {branch} to start from it")
 
 
 def _has_git_file(claim: Claim) -> bool:
@@ -272,9 +286,11 @@ def remote_default_commit(git: g.Git, probe: g.Probe, fetch: bool, out: Output) 
     if branch is None and fetch:
         branch = g.ask_remote_head_branch(git, remote, g.FETCH_TIMEOUT)
     if branch is None:
-        out.warn(f"cannot tell the default branch of {remote}; starting from HEAD")
+        out.warn(f"cannot tell the default branch of {remote}; starting from HEAD (to fix: "
+                 f"git remote set-head {remote} -a)")
         return None
     if not fetch and known:
+        _warn_unpushed(git, probe, remote, branch, known[1], out)
         return known[1]
     if fetch:
         problem = g.fetch_branch(g.Git(git.cwd, housekeeping=False), remote, branch,
@@ -286,7 +302,24 @@ def remote_default_commit(git: g.Git, probe: g.Probe, fetch: bool, out: Output) 
     commit = g.commit_of(git, f"refs/remotes/{remote}/{branch}")
     if commit is None:
         out.warn(f"{remote}/{branch} is not known locally; starting from HEAD")
+    else:
+        _warn_unpushed(git, probe, remote, branch, commit, out)
     return commit
+
+
+def _warn_unpushed(git: g.Git, probe: g.Probe, remote: str, branch: str, commit: str,
+                   out: Output) -> None:
+    """The new worktree starts from `<remote>/<branch>`; say so when the local `<branch>`
+    has commits the remote lacks (work landed by `vwt merge` and not pushed yet, a committed
+    `.vibe/worktree.toml`), which the worktree then does not have."""
+    local = probe.refs.get(f"refs/heads/{branch}") or g.branch_tip(git, branch)
+    if local is None or local == commit:
+        return
+    missing = g.count_commits(git, commit, local)
+    if missing:
+        out.warn(f"{branch} has {missing} commit(s) that {remote}/{branch} lacks (not pushed "
+                 f"yet?); the worktree starts from {remote}/{branch} without them (pass "
+                 f"--from {branch} to include them)")
 
 
 def _new_record(repo: Repo, name: str, branch: str, branch_created: bool,

@@ -32,6 +32,7 @@ from .worktrees import (
     housekeeping_git,
     inspect_checkout,
     inspect_missing,
+    not_found,
     repo_git_for,
     validate_checkout,
 )
@@ -437,7 +438,7 @@ def remove_worktree(
         if delete_leftover_trash(claim):  # a retry of a removal that was interrupted
             return Removal(claim.name, REMOVED, False, None)
         return Removal(claim.name, NOT_FOUND, False, None,
-                       f"no managed worktree named {claim.name}")
+                       not_found(claim.name))
     if entry.problem is None and entry.record is None:
         if delete_leftover_trash(claim):  # a retry of a removal that was interrupted
             assert entry.recovery is not None

@@ -147,10 +147,15 @@ def entries(root: Root, buckets: list[str], with_recovery: bool = True) -> list[
     return found
 
 
+def not_found(name: str) -> str:
+    """The one wording of "there is no such worktree", whichever command met it."""
+    return f"no managed worktree named {name!r} in this repository; see vwt list"
+
+
 def require_entry(claim: Claim) -> Entry:
     entry = load_entry(claim)
     if entry is None:
-        raise NotFound(f"no managed worktree named {claim.name!r} in this repository; see vwt list")
+        raise NotFound(not_found(claim.name))
     return entry
 
 
