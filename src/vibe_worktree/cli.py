@@ -75,6 +75,13 @@ def _dispatch(argv: list[str]) -> int:
             os.chdir(ns.directory)
         except OSError as exc:
             raise VwtError(f"cannot change to {ns.directory}: {exc.strerror}") from None
+    else:
+        try:
+            os.getcwd()
+        except FileNotFoundError:
+            raise VwtError("the current directory no longer exists (a worktree removed from "
+                           "under this shell?); cd into your repository, or pass -C DIR"
+                           ) from None
     if not getattr(ns, "handler", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE

@@ -122,3 +122,15 @@ def test_shell_function_leaves_a_worktree_rm_removed_from_under_it(repo, vwt, sh
                           cwd=repo.path, stdin=subprocess.DEVNULL)
     assert proc.stdout.splitlines()[-1] == str(repo.path), proc.stderr
     assert "removed feat" in proc.stdout
+
+
+def test_a_command_run_from_a_deleted_folder_says_so(repo, vwt, sandbox):
+    gone = sandbox.tmp / "gone"
+    gone.mkdir()
+    script = f'cd "{gone}" && rmdir "{gone}" && "{VWT_BIN}" list; echo "exit $?"'
+    proc = subprocess.run(["sh", "-c", script], env=vwt.env(), capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.stdout.strip() == "exit 1"
+    assert proc.stderr.startswith("vwt: error: the current directory no longer exists"), \
+        proc.stderr
+    assert "-C DIR" in proc.stderr

@@ -1,0 +1,55 @@
+"""The README and the docs say what the program does: the commands they name exist, the MCP
+tools they list are the server's, with all their arguments."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+from vibe_worktree.cli import SUBCOMMANDS, build_parser
+
+PROJECT = Path(__file__).resolve().parents[2]
+DOCS = [PROJECT / "README.md", *sorted((PROJECT / "docs").glob("*.md"))]
+HIDDEN = {"__complete"}  # the shell completion's helper, documented as hidden
+
+
+def server_tools() -> dict[str, list[str]]:
+    """Each MCP tool's name and arguments (`directory` aside), from the server itself."""
+    from vibe_worktree.integrations.mcp_server import _tools
+
+    return {name: [p for p in inspect.signature(fn).parameters if p != "directory"]
+            for name, fn in _tools(None)}  # type: ignore[arg-type]
+
+
+def test_every_vwt_command_the_docs_name_exists():
+    named = {(doc.name, m.group(1)) for doc in DOCS
+             for m in re.finditer(r"`vwt ([a-z_][a-z_-]*)", doc.read_text(encoding="utf-8"))}
+    missing = sorted((doc, word) for doc, word in named
+                     if word not in SUBCOMMANDS and word not in HIDDEN)
+    assert not missing, f"the docs name commands vwt does not have: {missing}"
+
+
+def test_every_mcp_tool_is_documented_with_all_its_arguments():
+    text = (PROJECT / "docs" / "integrations.md").read_text(encoding="utf-8")
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `([a-z_]+)` \|.*$", text, re.M)}
+    for tool, arguments in server_tools().items():
+        assert tool in rows, f"docs/integrations.md has no row for the MCP tool {tool}"
+        cells = rows[tool].split("|")[2]
+        absent = [a for a in arguments if f"`{a}`" not in cells]
+        assert not absent, f"docs/integrations.md: {tool}'s row omits {absent}"
+
+
+def test_the_readme_lists_every_mcp_tool():
+    readme = (PROJECT / "README.md").read_text(encoding="utf-8")
+    line = " ".join(readme[readme.index("- **MCP**"):].split("\n- ", 1)[0].split())
+    listed = re.findall(r"`([a-z_]+)`", line.split("Tools", 1)[1].split("return", 1)[0])
+    assert listed == list(server_tools()), "the README's MCP tools differ from the server's"
+
+
+def test_every_positional_argument_of_a_command_is_described():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    undescribed = [f"{name} {a.metavar or a.dest}" for name, p in sub.choices.items()
+                   for a in p._actions if not a.option_strings and not a.help]
+    assert not undescribed, f"--help leaves these undescribed: {undescribed}"
