@@ -6,10 +6,14 @@ itself does), removes it or merges it into `main`, or leaves it for retention. A
 of them come and go as Claude Code sessions do, through `vwt hook claude-code`: created by
 `WorktreeCreate`, held by the agent process, activity events, then `WorktreeRemove`, or
 `SessionEnd`, or the agent process killed mid-session; no hold of theirs is left behind.
-`vwt prune --keep 5` runs in a loop the whole time. Afterwards every file a session wrote
-is in its checkout, on `main`, or in a snapshot that `vwt restore` brings back, no call
-printed a traceback or exited with a status the spec does not allow, none took over
-60 s, and `vwt doctor` says healthy.
+Half of the repositories have a warm pool of two entries (a `post_create` hook that
+installs `deps/`): their `new` calls take ready entries while background fillers refill
+and prune trims. `vwt prune --keep 5` runs in a loop the whole time. Afterwards every file
+a session wrote is in its checkout, on `main`, or in a snapshot that `vwt restore` brings
+back, no call printed a traceback or exited with a status the spec does not allow, none took
+over 60 s, every worktree taken from a pool was whole (its hook's output there, its files
+clean, on its own branch), no pool entry is left half-made or changed, and `vwt doctor`
+says healthy.
 """
 
 from __future__ import annotations
@@ -34,13 +38,24 @@ SESSIONS = 64
 REPOSITORIES = 8
 KEEP = 5
 SLOWEST_CALL = 60.0
+POOLED_REPOSITORIES = REPOSITORIES // 2
+POOL_CONFIG = textwrap.dedent("""\
+    [pool]
+    size = 2
+
+    [[hooks]]
+    name = "deps"
+    type = "post_create"
+    command = "mkdir -p deps && echo installed > deps/installed"
+    inputs = ["package.json"]
+    """)
 
 # exit statuses a session may see: run refuses (4) or finds the worktree already reaped
 # (1) when retention took it between `new` and the hold, before anything was written; a
 # merge reports `target_moved` or `target_dirty` (1) when a parallel merge landed first or
 # held the target checkout's index.lock; nothing changed, and it is retried
 ALLOWED = {"new": {0}, "run": {0, 1, 4}, "rm": {0}, "merge": {0, 1}, "prune": {0},
-           "restore": {0}, "doctor": {0},
+           "restore": {0}, "doctor": {0}, "pool": {0}, "hooks": {0},
            # a hook session: WorktreeCreate fails (1) when retention took the new worktree
            # before its hold; WorktreeRemove finds it gone (1) when retention took it (with a
            # snapshot) between the release of the session's hold and the removal
@@ -182,11 +197,18 @@ def session(vwt: Vwt, calls: Calls, repo: Repo, k: int, action: str, sandbox: Sa
                               sandbox)
     created = calls.run(vwt, "new", name, "--no-fetch", "--json", cwd=repo.path)
     assert created.returncode == 0, created.stderr
+    pooled = json.loads(created.stdout)["pooled"]
+    if pooled:  # whole, before anyone wrote in it (retention may take it meanwhile)
+        checkout = Path(json.loads(created.stdout)["path"])
+        status = subprocess.run(["git", "status", "--porcelain", "--branch"], cwd=checkout,
+                                capture_output=True, text=True)
+        assert status.returncode != 0 or status.stdout == f"## {name}\n", status.stdout
+        assert status.returncode != 0 or (checkout / "deps" / "installed").is_file()
     marker = sandbox.tmp / "markers" / name
     held = calls.run(vwt, "run", name, "--", "python3", str(sandbox.tmp / "writer.py"), name,
                      action, VWT_BIN, str(marker), str(repo.path), cwd=repo.path)
     report: dict[str, Any] = {"name": name, "repo": repo, "action": action, "wrote": False,
-                              "run_code": held.returncode}
+                              "run_code": held.returncode, "pooled": pooled}
     if marker.exists():
         report.update(json.loads(marker.read_text()))
         assert held.returncode == 0, f"{name}: the held command failed: {held.stderr}"
@@ -228,6 +250,10 @@ def verify_nothing_lost(vwt: Vwt, calls: Calls, report: dict[str, Any]) -> str:
 def test_64_sessions_over_8_repositories_lose_nothing_while_prune_loops(
         vwt: Vwt, make_repo: Any, sandbox: Sandbox) -> None:
     repos = [make_repo(f"repo{i}", commits=2) for i in range(REPOSITORIES)]
+    for repo in repos[:POOLED_REPOSITORIES]:
+        repo.commit("a warm pool", {".vibe/worktree.toml": POOL_CONFIG, ".gitignore": "deps/\n"})
+        vwt.ok("hooks", "approve", "--all", cwd=repo.path)
+        vwt.ok("pool", "fill", cwd=repo.path)
     (sandbox.tmp / "writer.py").write_text(WRITER)
     (sandbox.tmp / "claude_host.py").write_text(CLAUDE_HOST)
     (sandbox.tmp / "markers").mkdir()
@@ -266,6 +292,16 @@ def test_64_sessions_over_8_repositories_lose_nothing_while_prune_loops(
             assert outcome["outcome"] in ("removed", "merged"), outcome
             assert outcome["snapshot_ref"] and outcome.get("removed", True), outcome
     places = [verify_nothing_lost(vwt, calls, r) for r in wrote]
+    pooled = sum(bool(r.get("pooled")) for r in reports)
+    assert pooled > 0, "no new took a pool entry"
+    wait_for_fillers(sandbox)
+    pools = json.loads(calls.run(vwt, "pool", "--all", "--json", cwd=sandbox.tmp).stdout)
+    assert len(pools["pools"]) == POOLED_REPOSITORIES
+    assert all(p["broken"] == 0 and p["filling"] == 0 and p["ready"] <= 2
+               for p in pools["pools"]), pools
+    for entry in sandbox.vibe_home.glob("worktrees/.pool/*/*/"):  # none holds anyone's work
+        assert subprocess.run(["git", "status", "--porcelain"], cwd=entry, capture_output=True,
+                              text=True).stdout == "", entry
     # no hold of a hook session outlives it: every agent process has exited or was killed
     time.sleep(2.0)
     left = [h for h in sandbox.vibe_home.glob("worktrees/.claims/*/*/holders/claude-*")
@@ -287,10 +323,20 @@ def test_64_sessions_over_8_repositories_lose_nothing_while_prune_loops(
           f"{len(wrote)} wrote and committed, {SESSIONS - len(wrote)} reaped before their "
           f"hold; {places.count('landed')} landed on main, {places.count('checkout')} found in "
           f"their checkout, "
-          f"{places.count('restored')} restored from snapshots; {prune_rounds} prune "
+          f"{places.count('restored')} restored from snapshots; {pooled} taken from pools; "
+          f"{prune_rounds} prune "
           f"rounds; {len(calls.seen)} calls; lost 0")
     print(calls.latency_table())
     print(lock_table(sandbox.tmp / "locks.trace"))
+
+
+def wait_for_fillers(sandbox: Sandbox, timeout: float = 120) -> None:
+    """Until no pool filler runs or waits (a `new` takes the waiting place before it returns)."""
+    deadline = time.monotonic() + timeout
+    locks = list(sandbox.vibe_home.glob("worktrees/.pool/*/.fill*"))
+    while any(is_locked(lock) for lock in locks):
+        assert time.monotonic() < deadline, "a pool filler did not finish"
+        time.sleep(0.1)
 
 
 def lock_table(trace: Path) -> str:

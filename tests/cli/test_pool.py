@@ -94,8 +94,10 @@ def test_fill_makes_ready_entries_that_no_listing_or_health_check_sees(
     assert len(pool_worktrees(repo)) == 2
     assert vwt.list("--all") == []
     assert vwt.ok("doctor", "--json").json()["healthy"] is True
-    assert not any(p.name == ".pool" for p in vwt.layout.claims.iterdir()) \
-        if vwt.layout.claims.exists() else True
+    # Vibe, sharing the home, looks in <root>/<bucket> and .claims: nothing new there
+    assert {p.name for p in vwt.layout.root.iterdir()} <= {".pool", ".claims", ".trash"}
+    assert not vwt.layout.claims.exists() or \
+        [p for p in vwt.layout.claims.iterdir() if not p.name.startswith(".")] == []
 
 
 def test_new_takes_a_ready_entry_and_runs_a_hook_again_only_when_its_inputs_changed(
