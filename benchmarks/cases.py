@@ -23,7 +23,7 @@ from benchmarks.fixtures import (
     write_record,
 )
 from benchmarks.measure import Outcome, Sample, alternate
-from benchmarks.proc import BenchError, Run, measure
+from benchmarks.proc import BenchError, Run, Script, measure, run_script, sections
 from benchmarks.sandbox import Sandbox, remove_tree
 
 WARMUP = 999  # round index of the untimed warm-up run
@@ -137,16 +137,17 @@ def dirty_up(sb: Sandbox, worktrees: list[Worktree]) -> None:
 
 def git_status_loop(sb: Sandbox, worktrees: list[Worktree], base: str) -> tuple[float, Status]:
     """The baseline: what a script would run, one worktree after the other."""
-    found: Status = {}
-    os.sync()
-    start = time.perf_counter()
+    script = Script()
     for wt in worktrees:
-        status = measure(
-            ["git", "status", "--porcelain", "--untracked-files=all"], cwd=wt.path, env=sb.env
-        )
-        ahead = measure(["git", "rev-list", "--count", f"{base}..HEAD"], cwd=wt.path, env=sb.env)
-        found[wt.name] = (len(status.stdout.splitlines()), int(ahead.stdout))
-    return time.perf_counter() - start, found
+        script.mark(f"{wt.name} status")
+        script.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=wt.path)
+        script.mark(f"{wt.name} ahead")
+        script.run(["git", "rev-list", "--count", f"{base}..HEAD"], cwd=wt.path)
+    result = run_script(script, cwd=sb.root, env=sb.env)
+    out = sections(result.stdout)
+    found = {wt.name: (len(out[f"{wt.name} status"].splitlines()),
+                       int(out[f"{wt.name} ahead"])) for wt in worktrees}
+    return result.seconds, found
 
 
 def compare_status(listed: Any, expected: Status) -> list[str]:
@@ -267,16 +268,13 @@ def b4(cfg: Config, out: Outcome) -> list[Outcome]:
 
         def base(i: int) -> Sample:
             r = rounds_built[i]
-            os.sync()
-            start = time.perf_counter()
+            script = Script()
             for wt in r.base_worktrees:
-                measure(
-                    ["git", "worktree", "remove", str(wt.path)], cwd=r.base_repo.path, env=sb.env
-                )
-                measure(["git", "branch", "-D", wt.name], cwd=r.base_repo.path, env=sb.env)
-            elapsed = time.perf_counter() - start
+                script.run(["git", "worktree", "remove", str(wt.path)], cwd=r.base_repo.path)
+                script.run(["git", "branch", "-q", "-D", wt.name], cwd=r.base_repo.path)
+            result = run_script(script, cwd=sb.root, env=sb.env)
             expect_gone("git worktree remove", r.base_worktrees)
-            return Sample(elapsed)
+            return Sample(result.seconds)
 
         out.tool, out.base = alternate(rounds, tool, base, prepare)
     return []

@@ -12,7 +12,7 @@ from typing import Any
 from benchmarks.cases import WARMUP, Config, parse_json
 from benchmarks.fixtures import Repo, Worktree, checkout_path, make_repo, write_record
 from benchmarks.measure import Outcome, Sample, alternate
-from benchmarks.proc import BenchError, measure
+from benchmarks.proc import BenchError, Script, run_script, sections
 from benchmarks.sandbox import Sandbox
 
 NFILES = 2000
@@ -94,41 +94,53 @@ def build(sb: Sandbox, folder: Path, count: int) -> tuple[Repo, list[Worktree]]:
 def raw_forecast(sb: Sandbox, repo: Repo, worktrees: list[Worktree]) -> tuple[float, Forecast]:
     """What a script would run, one step after the other, for every worktree: stage into a
     copy of its index, write the tree, commit it, list the changed paths, merge with main;
-    then merge every two worktrees that changed a same path."""
+    then merge every two worktrees that changed a same path. Two scripts (the pairs come
+    from the first one's output), each measured as one process as the tool is."""
     target = sb.git("rev-parse", "main", cwd=repo.path).strip()
-    os.sync()
-    start = time.perf_counter()
-    commits: dict[str, str] = {}
-    changed: dict[str, set[str]] = {}
-    against_target: dict[str, tuple[str, ...]] = {}
     with tempfile.TemporaryDirectory() as folder:
+        first = Script()
         for wt in worktrees:
             index = Path(folder) / f"{wt.name}.index"
-            shutil.copyfile(_admin_dir(wt.path) / "index", index)
-            env = {**sb.env, "GIT_INDEX_FILE": str(index)}
-            measure(["git", "add", "-A"], cwd=wt.path, env=env)
-            tree = measure(["git", "write-tree"], cwd=wt.path, env=env).stdout.strip()
-            commit = measure(["git", "commit-tree", tree, "-p", "HEAD", "-m", "forecast"],
-                             cwd=wt.path, env=sb.env).stdout.strip()
-            names = measure(["git", "diff", "--name-only", "-z", repo.head, commit],
-                            cwd=wt.path, env=sb.env).stdout
-            commits[wt.name], changed[wt.name] = commit, {p for p in names.split("\0") if p}
-            against_target[wt.name] = _merge(sb, repo.path, commit, target)
-        by_path: dict[str, list[str]] = {}
-        for wt in worktrees:
-            for path in changed[wt.name]:
-                by_path.setdefault(path, []).append(wt.name)
-        pairs = {(a, b) for owners in by_path.values() for a in owners for b in owners if a < b}
-        between = {(a, b): _merge(sb, repo.path, commits[a], commits[b]) for a, b in sorted(pairs)}
-    return time.perf_counter() - start, (against_target, between)
+            env = {"GIT_INDEX_FILE": str(index)}
+            first.run(["cp", _admin_dir(wt.path) / "index", index], cwd=wt.path)
+            first.run(["git", "add", "-A"], cwd=wt.path, env=env)
+            tree = first.capture("tree", ["git", "write-tree"], cwd=wt.path, env=env)
+            commit = first.capture("commit", ["git", "commit-tree", tree, "-p", "HEAD", "-m",
+                                              "forecast"], cwd=wt.path)
+            first.mark(f"{wt.name} commit")
+            first.run(["echo", commit], cwd=wt.path)
+            first.mark(f"{wt.name} names")
+            first.run(["git", "diff", "--name-only", "-z", repo.head, commit], cwd=wt.path)
+            first.mark(f"{wt.name} target")
+            first.run([*MERGE, commit, target], cwd=repo.path, check=False)
+        done = run_script(first, cwd=sb.root, env=sb.env)
+    out = sections(done.stdout)
+    commits = {wt.name: out[f"{wt.name} commit"].strip() for wt in worktrees}
+    changed = {wt.name: {p for p in out[f"{wt.name} names"].split("\0") if p}
+               for wt in worktrees}
+    against_target = {wt.name: _conflicts(out[f"{wt.name} target"]) for wt in worktrees}
+    by_path: dict[str, list[str]] = {}
+    for wt in worktrees:
+        for path in changed[wt.name]:
+            by_path.setdefault(path, []).append(wt.name)
+    pairs = sorted({(a, b) for owners in by_path.values() for a in owners for b in owners
+                    if a < b})
+    second = Script()
+    for a, b in pairs:
+        second.mark(f"{a} {b}")
+        second.run([*MERGE, commits[a], commits[b]], cwd=repo.path, check=False)
+    merged = run_script(second, cwd=sb.root, env=sb.env)
+    out = sections(merged.stdout)
+    between = {(a, b): _conflicts(out[f"{a} {b}"]) for a, b in pairs}
+    return done.seconds + merged.seconds, (against_target, between)
 
 
-def _merge(sb: Sandbox, cwd: Path, ours: str, theirs: str) -> tuple[str, ...]:
-    result = measure(["git", "merge-tree", "--write-tree", "--name-only", "-z", "--no-messages",
-                      ours, theirs], cwd=cwd, env=sb.env, check=False)
-    if result.returncode not in (0, 1):
-        raise BenchError(f"git merge-tree failed: {result.stderr.strip()}")
-    return tuple(sorted({p for p in result.stdout.split("\0")[1:] if p}))
+MERGE = ("git", "merge-tree", "--write-tree", "--name-only", "-z", "--no-messages")
+
+
+def _conflicts(output: str) -> tuple[str, ...]:
+    """The conflicting paths `git merge-tree --name-only -z` printed after its tree."""
+    return tuple(sorted({p for p in output.split("\0")[1:] if p}))
 
 
 def tool_forecast(document: Any) -> Forecast:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -12,7 +11,7 @@ from benchmarks.cases import WARMUP, Config, parse_json
 from benchmarks.fixtures import Repo, Worktree, make_repo, managed_worktree
 from benchmarks.fixtures import write_record as write_fixture_record
 from benchmarks.measure import Outcome, Sample, alternate
-from benchmarks.proc import BenchError, measure
+from benchmarks.proc import BenchError, Script, run_script
 from benchmarks.sandbox import Sandbox, remove_tree
 
 # B7: vwt list --json with integration vs status + rev-list + merge-tree per worktree ----------
@@ -51,15 +50,13 @@ def landing_fixture(sb: Sandbox, count: int) -> tuple[Repo, list[Worktree], set[
 
 def raw_landing_loop(sb: Sandbox, worktrees: list[Worktree], base: str) -> float:
     """The baseline: a script asking the same three questions, one worktree after another."""
-    os.sync()
-    start = time.perf_counter()
+    script = Script()
     for wt in worktrees:
-        measure(["git", "status", "--porcelain", "--untracked-files=all"], cwd=wt.path,
-                env=sb.env)
-        measure(["git", "rev-list", "--count", f"{base}..HEAD"], cwd=wt.path, env=sb.env)
-        measure(["git", "merge-tree", "--write-tree", "main", "HEAD"], cwd=wt.path, env=sb.env,
-                check=False)
-    return time.perf_counter() - start
+        script.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=wt.path)
+        script.run(["git", "rev-list", "--count", f"{base}..HEAD"], cwd=wt.path)
+        script.run(["git", "merge-tree", "--write-tree", "main", "HEAD"], cwd=wt.path,
+                   check=False)
+    return run_script(script, cwd=sb.root, env=sb.env).seconds
 
 
 def check_integration(listed: Any, squashed: set[str]) -> list[str]:
@@ -140,15 +137,14 @@ def b8(cfg: Config, out: Outcome) -> list[Outcome]:
 
         def base(i: int) -> Sample:
             wt = prepared["base", i]
-            os.sync()
-            start = time.perf_counter()
-            measure(["git", "rebase", "-q", "main"], cwd=wt.path, env=sb.env)
-            measure(["git", "update-ref", "refs/heads/main", "HEAD"], cwd=wt.path, env=sb.env)
-            measure(["git", "worktree", "remove", str(wt.path)], cwd=repo.path, env=sb.env)
-            elapsed = time.perf_counter() - start
+            script = Script()
+            script.run(["git", "rebase", "-q", "main"], cwd=wt.path)
+            script.run(["git", "update-ref", "refs/heads/main", "HEAD"], cwd=wt.path)
+            script.run(["git", "worktree", "remove", str(wt.path)], cwd=repo.path)
+            result = run_script(script, cwd=sb.root, env=sb.env)
             if wt.path.exists():
                 raise BenchError("git worktree remove left the checkout")
-            return Sample(elapsed)
+            return Sample(result.seconds)
 
         prepare(WARMUP)
         tool(WARMUP)

@@ -6,6 +6,7 @@ import atexit
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -197,3 +198,67 @@ def measure(
     if check and result.returncode != 0:
         raise BenchError(describe_failure(result))
     return result
+
+
+class Var(str):
+    """A shell variable set by an earlier `Script.capture`, used as one argument."""
+
+
+class Script:
+    """A baseline written as the raw script a person would write: /bin/sh runs its git
+    commands one after another, and `run_script` measures that one process exactly as the
+    tool is measured (through the spawner, fork to reap). Timing each raw command from here
+    instead would add a round trip to this process per command, which the tool never pays.
+
+    `mark(text)` prints a line `@@ text` on the script's stdout, so the output of the
+    commands that follow can be told apart afterwards (`sections`)."""
+
+    def __init__(self) -> None:
+        self.lines = ["set -e"]
+
+    def _command(self, argv: Sequence[str | os.PathLike[str]], cwd: Path,
+                 env: Mapping[str, str] | None) -> str:
+        words = [f'"${a}"' if isinstance(a, Var) else shlex.quote(os.fspath(a)) for a in argv]
+        assigned = [f"{k}={shlex.quote(v)}" for k, v in (env or {}).items()]
+        return f"cd {shlex.quote(os.fspath(cwd))}; " + " ".join([*assigned, *words])
+
+    def run(self, argv: Sequence[str | os.PathLike[str]], *, cwd: Path,
+            env: Mapping[str, str] | None = None, check: bool = True) -> None:
+        """One command; `env`: variables for it alone. Unchecked: its failure is ignored."""
+        self.lines.append(self._command(argv, cwd, env) + ("" if check else " || true"))
+
+    def capture(self, var: str, argv: Sequence[str | os.PathLike[str]], *, cwd: Path,
+                env: Mapping[str, str] | None = None) -> Var:
+        """Run a command and keep its output in shell variable `var`."""
+        command = self._command(argv, cwd, env)
+        where, _, rest = command.partition("; ")
+        self.lines.append(f"{where}; {var}=$({rest})")
+        return Var(var)
+
+    def mark(self, text: str) -> None:
+        self.lines.append(f"printf '\\n@@ %s\\n' {shlex.quote(text)}")
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def run_script(script: Script, *, cwd: Path, env: Mapping[str, str]) -> Run:
+    """Measure the whole script as one process, after flushing dirty pages (as the tool's
+    timed runs are)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".sh", delete=False, encoding="utf-8") as fh:
+        fh.write(script.text())
+    try:
+        os.sync()
+        return measure(["/bin/sh", fh.name], cwd=cwd, env=env)
+    finally:
+        os.unlink(fh.name)
+
+
+def sections(stdout: str) -> dict[str, str]:
+    """The output of a script between its `mark` lines, by mark."""
+    found: dict[str, str] = {}
+    parts = ("\n" + stdout).split("\n@@ ")
+    for part in parts[1:]:
+        name, _, text = part.partition("\n")
+        found[name] = text
+    return found
