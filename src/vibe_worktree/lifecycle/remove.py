@@ -216,16 +216,34 @@ def delete_trash(trash: str | None) -> None:
 
         # A big checkout's folders are deleted side by side: unlinking is kernel time,
         # and one thread leaves the other cores idle.
-        folders = _top_folders(trash)
+        folders = folders_to_share(trash)
         if len(folders) >= PARALLEL_DELETE_FOLDERS:
             g.map_parallel(lambda path: shutil.rmtree(path, ignore_errors=True), folders)
         shutil.rmtree(trash, ignore_errors=True)
 
 
 PARALLEL_DELETE_FOLDERS = 8
+SHARE_DEPTH = 4  # levels looked into for enough folders to delete side by side
 
 
-def _top_folders(path: str) -> list[str]:
+def folders_to_share(path: str) -> list[str]:
+    """Folders under `path` that split its deletion among threads: its top-level folders,
+    or, while there are fewer than PARALLEL_DELETE_FOLDERS, the folders one level deeper
+    (a checkout whose files all sit under `src/` still deletes in parallel). A folder with
+    no subfolder stays a unit; the files beside folders go with the final deletion.
+    Symbolic links are never followed."""
+    level = _subfolders(path)
+    for _depth in range(SHARE_DEPTH):
+        if len(level) >= PARALLEL_DELETE_FOLDERS:
+            break
+        deeper = [(folder, _subfolders(folder)) for folder in level]
+        if not any(subs for _folder, subs in deeper):
+            break
+        level = [sub for folder, subs in deeper for sub in (subs or [folder])]
+    return level
+
+
+def _subfolders(path: str) -> list[str]:
     """The real (not symlinked) folders directly inside `path`."""
     try:
         with os.scandir(path) as found:
