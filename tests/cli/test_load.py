@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import statistics
 import subprocess
@@ -269,17 +270,27 @@ def test_64_sessions_over_8_repositories_lose_nothing_while_prune_loops(
             rounds += 1
         return rounds
 
+    # the seed orders the sessions and deals out their actions; VWT_LOAD_SEED replays one
+    seed = int(os.environ.get("VWT_LOAD_SEED") or random.randrange(1 << 16))
+    rng = random.Random(seed)
+    actions = [("rm", "merge", "leave", "claude")[k % 4] for k in range(SESSIONS)]
+    rng.shuffle(actions)
+    order = list(range(SESSIONS))
+    rng.shuffle(order)
+    print(f"\nload seed {seed} (VWT_LOAD_SEED={seed} replays it)")
     started = time.monotonic()
     with ThreadPoolExecutor(SESSIONS + 1) as pool:
         pruning = pool.submit(prune_loop)
-        futures = [pool.submit(session, vwt, calls, repos[k % REPOSITORIES], k,
-                               ("rm", "merge", "leave", "claude")[k % 4], sandbox)
-                   for k in range(SESSIONS)]
+        futures = [pool.submit(session, vwt, calls, repos[k % REPOSITORIES], k, actions[k],
+                               sandbox)
+                   for k in order]
         reports = [f.result() for f in futures]
         stop.set()
         prune_rounds = pruning.result()
     elapsed = time.monotonic() - started
 
+    print(calls.latency_table())
+    print(lock_table(sandbox.tmp / "locks.trace"))
     wrote = [r for r in reports if r["wrote"]]
     assert len(wrote) >= SESSIONS // 4, "retention took nearly every worktree before its hold"
     for r in wrote:
@@ -326,8 +337,6 @@ def test_64_sessions_over_8_repositories_lose_nothing_while_prune_loops(
           f"{places.count('restored')} restored from snapshots; {pooled} taken from pools; "
           f"{prune_rounds} prune "
           f"rounds; {len(calls.seen)} calls; lost 0")
-    print(calls.latency_table())
-    print(lock_table(sandbox.tmp / "locks.trace"))
 
 
 def wait_for_fillers(sandbox: Sandbox, timeout: float = 120) -> None:

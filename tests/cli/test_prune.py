@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from conftest import days_ago, minutes_ago, tree_files
 
@@ -375,9 +379,12 @@ def test_prune_waits_for_the_shared_prune_lock(repo, vwt, layout, foreign_lock):
         assert names(json.loads(out)["removed"]) == ["victim"]
 
 
-def test_a_long_prune_lets_creators_in_between_passes(repo, vwt, sandbox):
-    """Retention removes at most 8 worktrees per hold of the `.prune` lock, so `vwt new`
-    and `vwt run` wait for one pass, not for the whole prune; the result lists each once."""
+def prune_lock_passes(trace):
+    return [line for line in trace.read_text().splitlines() if line.startswith(".prune ")]
+
+
+def test_prune_with_nobody_waiting_removes_everything_in_one_hold_of_the_lock(repo, vwt,
+                                                                             sandbox):
     names = [f"old-{i:02d}" for i in range(20)]
     for name in names:
         vwt.new(name)
@@ -385,9 +392,8 @@ def test_a_long_prune_lets_creators_in_between_passes(repo, vwt, sandbox):
     done = vwt.ok("prune", "--keep", "0", "--json",
                   env_extra={"VWT_LOCK_TRACE": str(trace)}).json()
     assert sorted(item["name"] for item in done["removed"]) == names
-    assert done["kept"] == []
-    passes = [line for line in trace.read_text().splitlines() if line.startswith(".prune ")]
-    assert len(passes) == 3  # 8 + 8 + 4
+    assert done["kept"] == [] and done["unfinished"] is False
+    assert len(prune_lock_passes(trace)) == 1
     assert {row["state"] for row in vwt.list()} == {"snapshot"}
 
 
@@ -421,3 +427,56 @@ def test_dry_run_marks_worktrees_with_work_of_their_own(repo, vwt):
     removed = {i["name"]: i for i in prune(vwt, "--keep", "0")["removed"]}
     assert (removed["busy"]["changes"], removed["busy"]["ahead"]) == (1, 1)
     assert (removed["plain"]["changes"], removed["plain"]["ahead"]) == (0, 0)
+
+
+WAITS_FOREVER = """\
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_SH)
+print("waiting", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_long_prune_lets_a_waiting_creator_in_between_batches(repo, vwt, sandbox, layout):
+    """A process waiting for `.prune` announces itself (`.prune.waiting`): retention lets go
+    of the lock after every 8 removals, so `vwt new` and `vwt run` wait for one batch, not
+    for the whole prune; the result lists each worktree once."""
+    names = [f"old-{i:02d}" for i in range(20)]
+    for name in names:
+        vwt.new(name)
+    waiter = subprocess.Popen([sys.executable, "-c", WAITS_FOREVER,
+                               str(layout.claims / ".prune.waiting")],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert waiter.stdout is not None and waiter.stdout.readline() == "waiting\n"
+        trace = sandbox.tmp / "locks.trace"
+        done = vwt.ok("prune", "--keep", "0", "--json",
+                      env_extra={"VWT_LOCK_TRACE": str(trace)}).json()
+    finally:
+        waiter.kill()
+        waiter.wait()
+    assert sorted(item["name"] for item in done["removed"]) == names
+    assert len(prune_lock_passes(trace)) == 3  # 8 + 8 + 4
+
+
+def test_prune_stops_after_its_time_budget_and_the_next_run_goes_on(repo, vwt):
+    names = [f"old-{i:02d}" for i in range(20)]
+    for name in names:
+        vwt.new(name)
+    first = vwt("prune", "--keep", "0", "--json", env_extra={"VWT_PRUNE_BUDGET": "0.001"})
+    assert first.code == 0, str(first)
+    done = first.json()
+    assert done["unfinished"] is True and len(done["removed"]) == 8  # one batch, then stop
+    assert "time budget" in first.err and first.err.count("\n") == 1
+    rest = vwt.ok("prune", "--keep", "0", "--json").json()
+    assert rest["unfinished"] is False
+    assert sorted(i["name"] for i in done["removed"] + rest["removed"]) == names
+
+
+@pytest.mark.parametrize("value", ["soon", "-1"])
+def test_an_unreadable_prune_budget_is_an_error_naming_it(repo, vwt, value):
+    vwt.new("a")
+    result = vwt("prune", "--keep", "0", env_extra={"VWT_PRUNE_BUDGET": value})
+    assert result.code == 1 and "VWT_PRUNE_BUDGET" in result.err
+    assert repo.checkout("a").exists()

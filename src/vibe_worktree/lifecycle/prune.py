@@ -71,8 +71,10 @@ from .worktrees import (
 DEFAULT_LIMIT = 15
 ORPHAN_REASON = "orphaned: its repository was moved or deleted (see vwt doctor)"
 RESERVATION_GRACE = 600.0  # seconds an empty reservation may wait for its creator
-CHUNK = 8  # removals per hold of the `.prune` lock: creates and attaches wait for one pass
-LET_OTHERS_IN = 0.06  # pause between passes: longer than a waiter's longest poll interval
+CHUNK = 8  # removals between two looks at the clock and at waiters: a waiter waits for one
+LET_OTHERS_IN = 0.06  # pause for a waiter: longer than a waiter's longest poll interval
+LET_IN_AT_MOST = 5.0  # seconds prune waits for the waiters of one pause to get their turn
+DEFAULT_BUDGET = 20.0  # seconds of removals per run; what is left waits for the next run
 
 Warn = Callable[[str], None]
 
@@ -88,6 +90,7 @@ class PruneResult:
         self.trash_deleted = 0  # leftovers of interrupted removals (`.trash`), not in the JSON
         self.pool_removed: list[dict[str, object]] = []
         self.freed_bytes = 0
+        self.unfinished = False  # the time budget ran out: the next run goes on
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -95,6 +98,7 @@ class PruneResult:
             "reservations_discarded": self.reservations_discarded,
             "stale_holders_removed": self.stale_holders_removed,
             "pool_removed": self.pool_removed, "freed_bytes": self.freed_bytes,
+            "unfinished": self.unfinished,
         }
 
 
@@ -110,6 +114,54 @@ def worktree_limit(root: Root, keep: int | None) -> int:
             raise InvalidName(f"VIBE_WORKTREE_LIMIT={env!r} is not a whole number") from None
     configured = _config_limit(root)
     return DEFAULT_LIMIT if configured is None else configured
+
+
+def prune_budget(root: Root) -> float:
+    """Seconds one prune may spend removing: VWT_PRUNE_BUDGET, else config.toml's
+    `prune_budget_seconds`, else 20; 0 means no limit."""
+    env = os.environ.get("VWT_PRUNE_BUDGET")
+    value: object = env
+    where = "VWT_PRUNE_BUDGET"
+    if env is None or not env.strip():
+        from ..core.config import read_config
+
+        value = read_config(root.home).get("prune_budget_seconds", DEFAULT_BUDGET)
+        where = f"prune_budget_seconds in {root.config_file}"
+    try:
+        seconds = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise VwtError(f"{where} must be a number of seconds >= 0, not {value!r}") from None
+    if isinstance(value, bool) or not seconds >= 0:
+        raise VwtError(f"{where} must be a number of seconds >= 0, not {value!r}")
+    return seconds
+
+
+class _Pacer:
+    """When prune stops between its batches of removals: to let a process that waits for
+    `.prune` in (it announced itself; prune pauses, then goes on), or because its time
+    budget is spent (the rest waits for the next run). The first batch of a prune, and of
+    each pass after a pause, always runs: every prune and every pass makes progress."""
+
+    LET_IN = "let_in"
+    OUT_OF_TIME = "out_of_time"
+
+    def __init__(self, root: Root, budget: float | None) -> None:
+        self.lock = root.prune_lock
+        self.deadline = None if not budget else time.monotonic() + budget
+        self.batches = 0  # in this prune
+        self.in_pass = 0  # since the lock was last taken
+
+    def new_pass(self) -> None:
+        self.in_pass = 0
+
+    def done_batch(self) -> None:
+        self.batches += 1
+        self.in_pass += 1
+
+    def why_stop(self) -> str | None:
+        if self.batches and self.deadline is not None and time.monotonic() >= self.deadline:
+            return self.OUT_OF_TIME
+        return self.LET_IN if self.in_pass and someone_waiting(self.lock) else None
 
 
 def _non_negative(value: int, what: str) -> int:
@@ -152,32 +204,40 @@ def _label(entry: Entry, **more: object) -> dict[str, object]:
 def prune(root: Root, keep: int | None = None, dry_run: bool = False,
           warn: Warn = lambda _m: None, merged: bool = False,
           max_size: int | None = None) -> PruneResult:
-    """Retention in passes of at most CHUNK removals, each under the `.prune` lock.
+    """Retention under the `.prune` lock, in one pass unless someone needs the lock.
 
-    Between passes the lock is let go for a moment, so `vwt new` and `vwt run` wait for
-    one pass, not for the whole prune. Each pass decides afresh from what is on disk.
-    `merged`: also remove every clean, unheld worktree whose commits are integrated
-    into its target branch (SPEC §8 prune --merged), whatever the limit.
-    `max_size` (bytes; else `max_size` of config.toml): then shrink to it (`_shrink`).
+    Removals go in batches of CHUNK; between two batches prune lets a process that waits
+    for the lock (`vwt new`, `vwt run`) in, then decides afresh from what is on disk, and
+    it stops once its time budget (`prune_budget`) is spent, leaving the rest to the next
+    run (`unfinished` in the result). `merged`: also remove every clean, unheld worktree
+    whose commits are integrated into its target branch (SPEC §8 prune --merged),
+    whatever the limit. `max_size` (bytes; else `max_size` of config.toml): then shrink
+    to it (`_shrink`).
     """
     limit = worktree_limit(root, keep)
     size_limit = max_size if max_size is not None else _config_max_size(root)
+    pacer = _Pacer(root, None if dry_run else prune_budget(root))
     result = PruneResult()
     settled: set[tuple[str, str]] = set()  # kept during this prune: not tried again
     first = True
     while True:
         with prune_lock(root):
             found = _tidy(root, dry_run, result, warn) if first else entries(root, root.buckets())
-            more = _retain(found, limit, dry_run, result, merged, settled,
-                           None if dry_run else CHUNK)
+            why = _retain(found, limit, dry_run, result, merged, settled, pacer)
+        if first and not dry_run:
+            _empty_trash(root, result, warn)
         first = False
-        if not more:
+        if why is None:
             _prune_pools(root, dry_run, result, warn)
             if size_limit is not None:
                 _shrink(root, size_limit, dry_run, result, warn)
             return result
-        if someone_waiting(root.prune_lock):  # else a pause would only slow prune down
-            time.sleep(LET_OTHERS_IN)
+        if why == _Pacer.OUT_OF_TIME:
+            result.unfinished = True
+            warn("prune stopped after its time budget; the next vwt prune goes on "
+                 "(VWT_PRUNE_BUDGET or prune_budget_seconds in config.toml)")
+            return result
+        _let_waiters_in(root)
 
 
 def _prune_pools(root: Root, dry_run: bool, result: PruneResult, warn: Warn) -> None:
@@ -201,10 +261,6 @@ def _tidy(root: Root, dry_run: bool, result: PruneResult, warn: Warn) -> list[En
         result.trash_deleted = len(trash_leftovers(root))
     else:
         _release_dead_index_locks(found, warn)
-        deleted = empty_trash(root)
-        if deleted is None:
-            warn(f"{root.trash} is not a real directory; left alone")
-        result.trash_deleted = deleted or 0
         found = entries(root, root.buckets())  # settling changed some of them
     return found
 
@@ -226,6 +282,25 @@ def _release_dead_index_locks(found: list[Entry], warn: Warn) -> None:
             continue
         for line in repair_repo(info.common_dir):
             warn(line)
+
+
+def _empty_trash(root: Root, result: PruneResult, warn: Warn) -> None:
+    """What interrupted removals left in `.trash`: outside the lock (nobody else will ever
+    use those folders), so creators never wait for a big deletion."""
+    deleted = empty_trash(root)
+    if deleted is None:
+        warn(f"{root.trash} is not a real directory; left alone")
+    result.trash_deleted = deleted or 0
+
+
+def _let_waiters_in(root: Root) -> None:
+    """Pause until the processes waiting for `.prune` had their turn (flock is not first
+    come, first served: retaking the lock at once would keep most of them waiting for one
+    more batch), for at most LET_IN_AT_MOST seconds."""
+    time.sleep(LET_OTHERS_IN)
+    until = time.monotonic() + LET_IN_AT_MOST
+    while someone_waiting(root.prune_lock) and time.monotonic() < until:
+        time.sleep(0.02)
 
 
 def _sweep_stale_holders(root: Root, dry_run: bool) -> int:
@@ -391,11 +466,12 @@ Reasons = dict[int, str]  # id(entry) -> why it is removed
 
 
 def _retain(found: list[Entry], limit: int, dry_run: bool, result: PruneResult,
-            merged: bool, settled: set[tuple[str, str]], cap: int | None) -> bool:
+            merged: bool, settled: set[tuple[str, str]], pacer: _Pacer) -> str | None:
     """Finished sessions and orphaned records go whatever the limit (and, with `merged`,
     landed ones); then, oldest first, while more than `limit` complete records remain.
     Held ones count but are skipped, as do those `settled` (kept earlier in this prune).
-    Stops after `cap` attempts and then returns True: the caller runs another pass."""
+    Returns why it stopped before the end (`_Pacer`), or None when done."""
+    pacer.new_pass()
     for entry in found:  # nothing can be snapshotted without its repository
         if entry.state == ORPHANED and _key(entry) not in settled:
             result.kept.append(_label(entry, reason=ORPHAN_REASON))
@@ -416,29 +492,31 @@ def _retain(found: list[Entry], limit: int, dry_run: bool, result: PruneResult,
                 reasons[id(entry)] = MERGED
     always = [e for e in fresh if id(e) in reasons]
     rest = [e for e in fresh if id(e) not in reasons]
-    room = [len(complete) if cap is None else cap]
+    size = len(complete) if dry_run else CHUNK
 
     def reap(batch: list[Entry]) -> int:
-        room[0] -= len(batch)
         before = len(result.kept)
         removed = _reap(batch, dry_run, result, reasons)
         settled.update((str(k["bucket"]), str(k["name"])) for k in result.kept[before:])
+        pacer.done_batch()
         return removed
 
     remaining = len(complete)
     while always:
-        if room[0] <= 0:
-            return True
-        batch, always = always[:room[0]], always[room[0]:]
+        stop = pacer.why_stop()
+        if stop:
+            return stop
+        batch, always = always[:size], always[size:]
         remaining -= reap(batch)
     position = 0
     while remaining > limit and position < len(rest):
-        if room[0] <= 0:
-            return True
-        batch = rest[position:position + min(remaining - limit, room[0])]
+        stop = pacer.why_stop()
+        if stop:
+            return stop
+        batch = rest[position:position + min(remaining - limit, size)]
         position += len(batch)
         remaining -= reap(batch)
-    return False
+    return None
 
 
 def _key(entry: Entry) -> tuple[str, str]:
