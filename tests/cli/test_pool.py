@@ -351,3 +351,33 @@ def test_prune_trims_entries_beyond_the_size_and_too_old(
     assert markers[0].name not in [p.name for p in pool_dir(vwt, repo).glob("*.json")]
     assert len(pool_worktrees(repo)) == 1
     assert vwt.list() == []
+
+
+@pytest.mark.slow
+def test_a_background_refill_killed_mid_hook_hands_nothing_out_and_the_next_fill_cleans_up(
+        repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
+    armed, pids = sandbox.tmp / "armed", sandbox.tmp / "pids"
+    slow_in_pool = (f'if [ -n "$VWT_POOL" ] && [ -f {armed} ]; then echo "$PPID $$" > {pids}; '
+                    f"exec sleep 60; fi; mkdir -p node_modules && echo ok > node_modules/x")
+    setup_pool(repo, vwt, 1, hook("deps", slow_in_pool))
+    vwt.ok("pool", "fill")
+    armed.touch()
+    assert vwt.new("first")["pooled"] is True  # its refill hangs in the hook
+    deadline = time.monotonic() + 60
+    while not (pids.exists() and len(pids.read_text().split()) == 2):
+        assert time.monotonic() < deadline, "the background refill never ran its hook"
+        time.sleep(0.05)
+    filler, hook_pid = (int(p) for p in pids.read_text().split())
+    os.kill(filler, signal.SIGKILL)
+    os.kill(hook_pid, signal.SIGKILL)
+    wait_for_fillers(vwt, repo)
+    half = status(vwt)
+    assert (half["ready"], half["filling"], half["broken"]) == (0, 0, 1)
+    armed.unlink()
+    second = vwt.new("second")
+    assert second["pooled"] is False  # the half-made entry was not handed out
+    assert (Path(second["path"]) / "node_modules" / "x").is_file()
+    wait_for_fillers(vwt, repo)  # second's refill cleaned up, then made a whole entry
+    after = status(vwt)
+    assert (after["ready"], after["broken"]) == (1, 0)
+    assert len(pool_worktrees(repo)) == 1
