@@ -353,7 +353,9 @@ def _make_entry(root: Root, bucket: str, info: g.RepoInfo, start: str, ask: Ask 
     args = ["worktree", "add", "--quiet", "--detach", "--lock", "--reason", LOCK_REASON]
     if sparse:
         args.append("--no-checkout")
-    config = ["-c", f"checkout.workers={0}",
+    from .create import CHECKOUT_WORKERS
+
+    config = ["-c", f"checkout.workers={CHECKOUT_WORKERS}",
               "-c", f"checkout.thresholdForParallelism={g.PARALLEL_CHECKOUT_THRESHOLD}"]
     g.Git(info.repo_root, housekeeping=False).run(*config, *args, path, start)
     checked_out = time.time()
