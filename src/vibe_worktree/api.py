@@ -418,7 +418,7 @@ class Worktrees:
         if created.taken is not None:  # the pool ran them: again only where inputs changed
             from .lifecycle.pool import rerun_decider
 
-            reuse = rerun_decider(Git(created.repo_root), created.taken, created.base_commit)
+            reuse = rerun_decider(created.taken, created.base_commit)
         results = _hooks.after_create(runner, claim, ctx, sparse=bool(created.sparse),
                                       reuse=reuse)
         return created._replace(hooks=tuple(results))

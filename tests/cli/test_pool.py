@@ -92,6 +92,8 @@ def test_fill_makes_ready_entries_that_no_listing_or_health_check_sees(
         assert repo.git("rev-parse", "HEAD", cwd=entry) == repo.head()
         assert repo.git("status", "--porcelain", cwd=entry) == ""
     assert len(pool_worktrees(repo)) == 2
+    porcelain = repo.git("worktree", "list", "--porcelain").splitlines()
+    assert porcelain.count("locked vibe-worktree pool entry") == 2  # no git prune drops one
     assert vwt.list("--all") == []
     assert vwt.ok("doctor", "--json").json()["healthy"] is True
     # Vibe, sharing the home, looks in <root>/<bucket> and .claims: nothing new there
@@ -158,7 +160,8 @@ def tree_state(repo: Repo, checkout: Path) -> dict:
                                                                 "BRANCH"),
         "files": files,
         "upstream": repo.git_ok("rev-parse", "--abbrev-ref", "@{upstream}", cwd=checkout),
-        "locked": "locked" in repo.git("worktree", "list", "--porcelain"),
+        "locked": any(block.startswith(f"worktree {checkout}\n") and "\nlocked" in block
+                      for block in repo.git("worktree", "list", "--porcelain").split("\n\n")),
     }
 
 

@@ -41,6 +41,9 @@ def _try_flock(fd: int) -> bool:
         raise
 
 
+try_flock = _try_flock  # for other lock files of ours (the pool's), same semantics
+
+
 def _flock_waiting(fd: int, path: str, timeout: float, announce: bool = True) -> None:
     """Take the lock, waiting up to `timeout`. A waiter holds a shared flock on
     `<path>.waiting` meanwhile, so a holder that lets go between passes can tell

@@ -161,7 +161,8 @@ def _take_from_pool(repo: Repo, claim: Claim, record: Record, start: Start, out:
         return None
     checkpoint("new.pool_taken")
     try:
-        pool.check_out(claim.checkout, record.branch, start.commit, start.create_branch)
+        taken = pool.check_out(taken, claim.checkout, record.branch, start.commit,
+                               start.create_branch)
     except BaseException:
         pool.discard_placed(repo.root, repo.git, claim.checkout)
         raise

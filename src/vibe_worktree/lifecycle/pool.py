@@ -23,7 +23,6 @@ killed): the next fill, drain or prune removes it.
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import json
 import os
@@ -180,13 +179,9 @@ def _open_lock(path: str) -> int:
 
 
 def _try_lock(fd: int) -> bool:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except OSError as exc:
-        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            return False
-        raise
+    from ..core.locks import try_flock
+
+    return try_flock(fd)
 
 
 def _is_locked(path: str) -> bool:
@@ -496,17 +491,8 @@ def drain(root: Root, bucket: str, common_dir: str, warn: Warn) -> int:
     lock.acquire(wait=True)
     try:
         removed = clean_up(root, bucket, common_dir, warn)
-        for entry in contents(root, bucket).ready:
-            claimed = claim(entry)
-            if claimed is None:
-                continue
-            if remove_entry(root, bucket, common_dir, entry.id, warn):
-                claimed.done()
-                removed += 1
-            else:
-                os.rename(claimed.taken_path, entry.marker())
-                claimed.give_up()
-        return removed
+        return removed + sum(remove_claimed(root, bucket, common_dir, entry, warn)
+                             for entry in contents(root, bucket).ready)
     finally:
         lock.release()
 
@@ -523,18 +509,8 @@ def trim(root: Root, bucket: str, common_dir: str, size: int, max_age: float, no
         return []
     try:
         clean_up(root, bucket, common_dir, warn)
-        removed = []
-        for entry in _doomed(contents(root, bucket).ready, size, max_age, now):
-            claimed = claim(entry)
-            if claimed is None:
-                continue
-            if remove_entry(root, bucket, common_dir, entry.id, warn):
-                claimed.done()
-                removed.append(entry.id)
-            else:
-                os.rename(claimed.taken_path, entry.marker())
-                claimed.give_up()
-        return removed
+        return [entry.id for entry in _doomed(contents(root, bucket).ready, size, max_age, now)
+                if remove_claimed(root, bucket, common_dir, entry, warn)]
     finally:
         lock.release()
 
@@ -594,17 +570,22 @@ def ready_everywhere(root: Root) -> list[Placed]:
 def remove_ready(root: Root, placed: Placed, warn: Warn) -> bool:
     """Claim one ready entry and remove it; False when someone took it first or it was kept
     (its snapshot failed)."""
-    for entry in contents(root, placed.bucket).ready:
-        if entry.id != placed.id:
-            continue
-        claimed = claim(entry)
-        if claimed is None:
-            return False
-        if remove_entry(root, placed.bucket, placed.common_dir, entry.id, warn):
-            claimed.done()
-            return True
-        os.rename(claimed.taken_path, entry.marker())
-        claimed.give_up()
+    return any(remove_claimed(root, placed.bucket, placed.common_dir, entry, warn)
+               for entry in contents(root, placed.bucket).ready if entry.id == placed.id)
+
+
+def remove_claimed(root: Root, bucket: str, common_dir: str, entry: Entry, warn: Warn
+                   ) -> bool:
+    """Claim a ready entry (as a taker would) and remove it; False when someone else took
+    it first, or when it was kept because its snapshot failed (it is then ready again)."""
+    claimed = claim(entry)
+    if claimed is None:
+        return False
+    if remove_entry(root, bucket, common_dir, entry.id, warn):
+        claimed.done()
+        return True
+    os.rename(claimed.taken_path, entry.marker())
+    claimed.give_up()
     return False
 
 
@@ -622,6 +603,7 @@ class Taken(NamedTuple):
 
     base: str  # the commit the entry's hooks ran at
     hooks: tuple[dict[str, object], ...]
+    changed: tuple[str, ...] = ()  # paths that differ between `base` and the start point
 
 
 def take(root: Root, bucket: str, sparse: tuple[str, ...], start: str, checkout: str,
@@ -700,14 +682,26 @@ def _relink(admin: str, checkout: str) -> None:
     unlink_if_exists(f"{admin}/locked")
 
 
-def check_out(checkout: str, branch: str, start: str, create_branch: bool) -> None:
+def check_out(taken: Taken, checkout: str, branch: str, start: str, create_branch: bool
+              ) -> Taken:
     """The branch at the start point, as `git worktree add` would have made it: a two-tree
-    switch from the entry's base, so only the files that differ are touched."""
+    switch from the entry's base, so only the files that differ are touched. The paths that
+    differ are listed meanwhile, by a git of their own (for the hooks' `inputs`)."""
+    diff = None
+    if taken.base != start:
+        diff = g.Git(checkout).start("diff-tree", "-r", "-z", "--name-only", "--no-renames",
+                                     taken.base, start)
     user_git = g.Git(checkout, housekeeping=False)  # as the user would: hooks run
     if create_branch:
         user_git.run("checkout", "--quiet", "--no-track", "-b", branch, start)
     else:
         user_git.run("checkout", "--quiet", branch)
+    if diff is None:
+        return taken
+    listed = g.finish(diff)
+    if listed.returncode != 0:
+        raise VwtError(f"git diff-tree failed: {g.first_line(listed.stderr)}")
+    return taken._replace(changed=tuple(p for p in listed.stdout.split("\0") if p))
 
 
 def discard_placed(root: Root, repo_git: g.Git, checkout: str) -> None:
@@ -724,15 +718,14 @@ def discard_placed(root: Root, repo_git: g.Git, checkout: str) -> None:
 
 
 # -- which hooks run again after a take --------------------------------------------------------
-def rerun_decider(git: g.Git, taken: Taken, start: str
-                  ) -> Callable[[Hook], HookResult | None]:
+def rerun_decider(taken: Taken, start: str) -> Callable[[Hook], HookResult | None]:
     """For each post_create hook: None to run it (again), or the result it had in the pool.
     A hook runs again when a path that changed between the entry's base and the start point
     matches its `inputs`; without `inputs`, whenever the start point differs from the base;
     and always when it did not run in the pool (new, changed, or unapproved there)."""
     from .hooks import HookResult
 
-    changed = g.changed_paths(git, taken.base, start) if taken.base != start else []
+    changed = taken.changed
     ran = {str(h.get("key")): h for h in taken.hooks if h.get("status") == "ok"}
 
     def decide(hook: Hook) -> HookResult | None:
