@@ -480,3 +480,21 @@ def test_an_unreadable_prune_budget_is_an_error_naming_it(repo, vwt, value):
     result = vwt("prune", "--keep", "0", env_extra={"VWT_PRUNE_BUDGET": value})
     assert result.code == 1 and "VWT_PRUNE_BUDGET" in result.err
     assert repo.checkout("a").exists()
+
+
+def test_a_recovery_record_written_by_a_removal_in_progress_is_left_alone(repo, vwt, holder):
+    """A removal writes recovery.json before it moves the checkout away: a prune running in
+    between sees a complete record beside it and must not call it stale (seen in the load
+    proof: the snapshot of a merge was left with no recovery record, so restore lost it)."""
+    vwt.new("going")
+    (repo.checkout("going") / "work.txt").write_text("unsaved\n")
+    snapshot = vwt("snapshot", "going", "--json")
+    assert snapshot.code == 0, str(snapshot)
+    recovery = {"version": 1, "name": "going", "branch": "going",
+                "repo_root": str(repo.path), "base_commit": repo.git("rev-parse", "HEAD"),
+                "snapshot_ref": "refs/vibe/reaped/going",
+                "removed_at": "2026-12-04T12:00:00.000000Z"}
+    repo.recovery_path("going").write_text(json.dumps(recovery))
+    holder(repo.bucket, "going", ".removing")
+    prune(vwt, "--keep", "10")
+    assert repo.recovery_path("going").exists(), "a removal's recovery record was dropped"

@@ -442,7 +442,10 @@ def _undo_interrupted_restore(entry: Entry, warn: Warn) -> None:
 
 def _drop_stale_recovery(entry: Entry, warn: Warn) -> None:
     """A complete record beside recovery.json: the worktree exists, so the recovery record
-    is stale (an interrupted rm or restore). Its snapshot ref stays."""
+    is stale (an interrupted rm or restore). Its snapshot ref stays. Not while someone
+    holds it: a removal in progress writes recovery.json before it moves the checkout away."""
+    if _live(entry):
+        return
     try:
         validate_checkout(entry.claim)
     except VwtError:
