@@ -383,8 +383,10 @@ def prune_lock_passes(trace):
     return [line for line in trace.read_text().splitlines() if line.startswith(".prune ")]
 
 
-def test_prune_with_nobody_waiting_removes_everything_in_one_hold_of_the_lock(repo, vwt,
-                                                                             sandbox):
+def test_prune_holds_the_lock_to_decide_and_a_moment_per_batch_not_to_remove(repo, vwt,
+                                                                            sandbox):
+    """`.prune` is taken once to read and decide, then once per batch of 8 to take the
+    removal holds; snapshots and deletions run without it, so creators never wait for them."""
     names = [f"old-{i:02d}" for i in range(20)]
     for name in names:
         vwt.new(name)
@@ -393,71 +395,39 @@ def test_prune_with_nobody_waiting_removes_everything_in_one_hold_of_the_lock(re
                   env_extra={"VWT_LOCK_TRACE": str(trace)}).json()
     assert sorted(item["name"] for item in done["removed"]) == names
     assert done["kept"] == [] and done["unfinished"] is False
-    assert len(prune_lock_passes(trace)) == 1
+    assert len(prune_lock_passes(trace)) == 1 + 3  # decide, then 8 + 8 + 4
     assert {row["state"] for row in vwt.list()} == {"snapshot"}
 
 
-def test_dry_run_shows_stale_holders_and_trash_that_prune_would_clear(repo, vwt, layout):
-    vwt.new("was-held")
-    stale = repo.holders_dir("was-held") / "hook-deps-999999"
-    stale.parent.mkdir(parents=True, exist_ok=True)
-    stale.write_text("{}\n")  # nobody holds its lock: stale
-    leftover = layout.trash / f"{repo.bucket}-gone-{'0' * 32}"
-    leftover.mkdir(parents=True)
-    plan = vwt.ok("prune", "--dry-run")
-    assert "would remove 1 stale holder file(s)" in plan.out
-    assert "would delete 1 leftover(s) of interrupted removals in .trash" in plan.out
-    assert "nothing to prune" not in plan.err
-    assert stale.exists() and leftover.exists()
-    done = vwt.ok("prune")
-    assert "removed 1 stale holder file(s)" in done.out and not stale.exists()
-    assert not leftover.exists()
-    assert "nothing to prune" in vwt.ok("prune", "--dry-run").err
-
-
-def test_dry_run_marks_worktrees_with_work_of_their_own(repo, vwt):
-    make_aged(repo, vwt, {"plain": 3, "busy": 2})
-    busy = repo.checkout("busy")
-    repo.commit("mine", {"mine.txt": "mine\n"}, cwd=busy)
-    repo.write("wip.txt", "wip\n", base=busy)
-    plan = vwt.ok("prune", "--keep", "0", "--dry-run").out.splitlines()
-    assert f"would remove {repo.bucket}/plain (retention)" in plan
-    assert (f"would remove {repo.bucket}/busy (retention; 1 uncommitted change(s), "
-            "1 commit(s) of its own, kept in its snapshot)") in plan
-    removed = {i["name"]: i for i in prune(vwt, "--keep", "0")["removed"]}
-    assert (removed["busy"]["changes"], removed["busy"]["ahead"]) == (1, 1)
-    assert (removed["plain"]["changes"], removed["plain"]["ahead"]) == (0, 0)
-
-
-WAITS_FOREVER = """\
+HOLDS_REMOVING = """\
 import fcntl, os, sys, time
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
-fcntl.flock(fd, fcntl.LOCK_SH)
-print("waiting", flush=True)
-time.sleep(120)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("removing", flush=True)
+sys.stdin.read()
 """
 
 
-def test_a_long_prune_lets_a_waiting_creator_in_between_batches(repo, vwt, sandbox, layout):
-    """A process waiting for `.prune` announces itself (`.prune.waiting`): retention lets go
-    of the lock after every 8 removals, so `vwt new` and `vwt run` wait for one batch, not
-    for the whole prune; the result lists each worktree once."""
-    names = [f"old-{i:02d}" for i in range(20)]
-    for name in names:
-        vwt.new(name)
-    waiter = subprocess.Popen([sys.executable, "-c", WAITS_FOREVER,
-                               str(layout.claims / ".prune.waiting")],
-                              stdout=subprocess.PIPE, text=True)
+def test_new_of_a_name_being_removed_waits_for_the_removal_to_finish(repo, vwt):
+    """A removal holds `.removing`, not `.prune`: `vwt new` of that name must not hand out
+    the checkout being deleted; it waits until the removal is over, then looks again."""
+    vwt.new("busy")
+    repo.holders_dir("busy").mkdir(parents=True, exist_ok=True)
+    remover = subprocess.Popen([sys.executable, "-c", HOLDS_REMOVING,
+                                str(repo.holders_dir("busy") / ".removing")],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        assert waiter.stdout is not None and waiter.stdout.readline() == "waiting\n"
-        trace = sandbox.tmp / "locks.trace"
-        done = vwt.ok("prune", "--keep", "0", "--json",
-                      env_extra={"VWT_LOCK_TRACE": str(trace)}).json()
+        assert remover.stdout is not None and remover.stdout.readline() == "removing\n"
+        creating = vwt.spawn("new", "busy", "--json")
+        time.sleep(1.0)
+        assert creating.poll() is None, "new handed out a worktree that is being removed"
+        restoring = vwt("restore", "busy")
+        assert restoring.code == 1 and "being removed" in restoring.err
     finally:
-        waiter.kill()
-        waiter.wait()
-    assert sorted(item["name"] for item in done["removed"]) == names
-    assert len(prune_lock_passes(trace)) == 3  # 8 + 8 + 4
+        remover.communicate("", timeout=10)
+    out, err = creating.communicate(timeout=60)
+    assert creating.returncode == 0, err
+    assert json.loads(out)["name"] == "busy"
 
 
 def test_prune_stops_after_its_time_budget_and_the_next_run_goes_on(repo, vwt):

@@ -529,18 +529,25 @@ class Status(NamedTuple):
     ahead_behind: tuple[int, int] | None = None
 
 
-def status(git: Git, upstream: tuple[str, str] | None = None) -> Status:
+def status(git: Git, upstream: tuple[str, str] | None = None,
+           private_index: str | None = None) -> Status:
     """One call: changed and untracked entries, HEAD and branch. With `upstream`
     (branch, local ref), the same process also counts commits between that branch and the
     ref, as `left_right_counts(ref, HEAD)` would, by naming the ref the branch's upstream
-    for this command only (`-c`; the repository's config is not touched)."""
+    for this command only (`-c`; the repository's config is not touched).
+
+    `private_index`: a copy of the worktree's index (made with its mtime) to read instead,
+    which git may refresh and write: the files it had to re-hash (racily clean entries)
+    are then known to a later `snapshot_tree` of the same copy, which does not hash them
+    again. Without it git never writes the worktree's own index (no optional locks)."""
     config: list[str] = []
     if upstream is not None and "=" not in upstream[0]:
         config = ["-c", f"branch.{upstream[0]}.remote=.",
                   "-c", f"branch.{upstream[0]}.merge={upstream[1]}"]
     out = git.out(
         *config, "status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all",
-        *(["--ahead-behind"] if config else []), env={"GIT_OPTIONAL_LOCKS": "0"},
+        *(["--ahead-behind"] if config else []),
+        env={"GIT_INDEX_FILE": private_index} if private_index else {"GIT_OPTIONAL_LOCKS": "0"},
     )
     ahead_behind: tuple[int, int] | None = None
     head: str | None = None

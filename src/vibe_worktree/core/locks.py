@@ -321,6 +321,12 @@ def acquire_holder(
         return _create_holder_file(claim, holder_id)
 
 
+def being_removed(claim: Claim) -> bool:
+    """A live `.removing` holder: prune or rm is taking this worktree away right now."""
+    with registry_lock(claim.root):
+        return REMOVING in live_holders(claim)
+
+
 def wait_for_holder_release(claim: Claim, holder_id: str, timeout: float) -> bool:
     """Block until `holder_id` is no longer live; False on timeout."""
     path = os.path.join(claim.holders_dir, holder_id)

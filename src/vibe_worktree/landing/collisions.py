@@ -144,14 +144,21 @@ def _failed(entry: Entry, common_dir: str | None, error: str) -> _Work:
 
 def _read_work(entry: Entry, checkout: Checkout, cache: dict[str, tuple[str, ...]],
                folder: str) -> _Work:
-    from ..lifecycle.remove import stage_work
+    """What the worktree changed since its base, as a snapshot would record it. git reads
+    the worktree once: `status` runs on a private copy of its index and refreshes that
+    copy, so staging into it does not re-hash what `status` hashed (a fresh checkout
+    whose files share the index's second would otherwise be hashed twice)."""
+    from ..core.files import copy_index
+    from ..core.layout import unlink_if_exists
 
     record = entry.record
     assert record is not None and record.base_commit is not None
     common = checkout.common_dir
+    index = os.path.join(folder, f"vwt-conflicts-{os.urandom(6).hex()}.index")
     try:
         git = housekeeping_git(checkout, cache)._replace(extra_config=_STAGING_CONFIG)
-        status = g.status(git)
+        copy_index(os.path.join(checkout.admin_dir, "index"), index)
+        status = g.status(git, private_index=index)
         if status.head is None:
             return _failed(entry, common, "it has no commit yet")
         if status.nested_repos:
@@ -163,13 +170,15 @@ def _read_work(entry: Entry, checkout: Checkout, cache: dict[str, tuple[str, ...
             if filtered:
                 return _failed(entry, common, f"{filtered[0]} uses a filter driver of the "
                                               "repository's own config, which vwt never runs")
-            tree = stage_work(git, checkout.admin_dir, folder)
+            tree = g.snapshot_tree(git, index)
         work = tree or status.head
         if work == record.base_commit:
             return _Work(entry, common, status.head, None, frozenset())
         paths = g.changed_paths(git, record.base_commit, work)
     except VwtError as exc:
         return _failed(entry, common, exc.message)
+    finally:
+        unlink_if_exists(index)
     return _Work(entry, common, status.head, tree, frozenset(paths))
 
 

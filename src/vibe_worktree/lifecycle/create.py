@@ -11,7 +11,15 @@ from ..core import git as g
 from ..core.errors import DiskFull, GitFailed, NotFound, ValidationFailed, VwtError, says_disk_full
 from ..core.faults import checkpoint
 from ..core.layout import Claim, Root, ensure_dir, is_empty_dir, rmdir_if_empty, unlink_if_exists
-from ..core.locks import STARTING, Holder, acquire_holder, prune_lock, wait_for_holder_release
+from ..core.locks import (
+    REMOVING,
+    STARTING,
+    Holder,
+    acquire_holder,
+    being_removed,
+    prune_lock,
+    wait_for_holder_release,
+)
 from ..core.names import (
     AUTO_BRANCH_PREFIX,
     candidate_names,
@@ -359,9 +367,10 @@ def create_named(
             record = _new_record(repo, name, branch,
                                  start.create_branch or outcome.branch_ours, dirs)
             return _finish(repo, claim, record, outcome.starting, start, out, fill, pool)
-        # another process is creating it right now: wait, then look again
-        if not wait_for_holder_release(claim, STARTING, STARTING_WAIT):
-            raise VwtError(f"{name} is still being created by another process; try again later")
+        # another process is creating or removing it right now: wait, then look again
+        if not wait_for_holder_release(claim, outcome, STARTING_WAIT):
+            doing = "created" if outcome == STARTING else "removed"
+            raise VwtError(f"{name} is still being {doing} by another process; try again later")
     raise VwtError(f"{name} keeps changing under us; try again")
 
 
@@ -390,14 +399,18 @@ class Reservation(NamedTuple):
 
 def _claim_or_reuse(
     repo: Repo, claim: Claim, branch: str, branch_given: bool, branch_created: bool
-) -> Created | Reservation | None:
-    """Under the prune lock: reuse (Created), reserve (Reservation), or None to wait.
+) -> Created | Reservation | str:
+    """Under the prune lock: reuse (Created), reserve (Reservation), or the holder to wait
+    for (`.starting`: another process creates it; `.removing`: prune or rm removes it,
+    without holding the lock meanwhile, and the name is free once that is done).
 
     A managed NAME is reused on its recorded branch; only an explicit `--branch`
     that names another branch is an error.
     """
     with prune_lock(repo.root):
         entry = load_entry(claim)
+        if entry is not None and entry.has_holders and being_removed(claim):
+            return REMOVING
         if entry is None:
             if os.path.lexists(claim.checkout) and not is_empty_dir(claim.checkout):
                 raise ValidationFailed(
@@ -426,7 +439,7 @@ def _claim_or_reuse(
 
 
 def _resume_reservation(repo: Repo, claim: Claim, record: Record
-                        ) -> Created | Reservation | None:
+                        ) -> Created | Reservation | str:
     """A reservation without a base commit: in progress, or left by a crash.
 
     The dead creator's checkout was never handed out, so it holds only copies: what
@@ -437,7 +450,7 @@ def _resume_reservation(repo: Repo, claim: Claim, record: Record
     try:
         starting = acquire_holder(claim, STARTING)
     except VwtError:
-        return None  # a live creator holds `.starting`
+        return STARTING  # a live creator holds it
     branch_ours = False
     try:
         if not is_empty_dir(claim.checkout):
@@ -510,6 +523,8 @@ def restore(repo: Repo, name: str, out: Output) -> Created:
         raise NotFound(f"no snapshot of {name!r} in this repository; see vwt list")
     if entry.problem is not None:
         require_trusted(entry)
+    if entry.has_holders and being_removed(claim):  # its snapshot is not complete yet
+        raise VwtError(f"{name} is being removed right now; restore it once that finishes")
     if entry.recovery is None:
         raise VwtError(f"{name} is not removed; nothing to restore (it is at {claim.checkout})")
     git = repo.git

@@ -25,7 +25,6 @@ from ..core.locks import (
     prune_lock,
     registry_lock,
     remove_stale_holders,
-    someone_waiting,
 )
 from ..core.records import CorruptRecord, read_limited, write_record
 from . import adoption
@@ -63,6 +62,7 @@ from .worktrees import (
     Inspection,
     MissingAdmin,
     entries,
+    load_entry,
     repo_git_for,
     validate_checkout,
     validate_for_reuse,
@@ -71,9 +71,7 @@ from .worktrees import (
 DEFAULT_LIMIT = 15
 ORPHAN_REASON = "orphaned: its repository was moved or deleted (see vwt doctor)"
 RESERVATION_GRACE = 600.0  # seconds an empty reservation may wait for its creator
-CHUNK = 8  # removals between two looks at the clock and at waiters: a waiter waits for one
-LET_OTHERS_IN = 0.06  # pause for a waiter: longer than a waiter's longest poll interval
-LET_IN_AT_MOST = 5.0  # seconds prune waits for the waiters of one pause to get their turn
+CHUNK = 8  # removals per look at the clock (and per short hold of `.prune` to take them)
 DEFAULT_BUDGET = 20.0  # seconds of removals per run; what is left waits for the next run
 
 Warn = Callable[[str], None]
@@ -137,31 +135,16 @@ def prune_budget(root: Root) -> float:
 
 
 class _Pacer:
-    """When prune stops between its batches of removals: to let a process that waits for
-    `.prune` in (it announced itself; prune pauses, then goes on), or because its time
-    budget is spent (the rest waits for the next run). The first batch of a prune, and of
-    each pass after a pause, always runs: every prune and every pass makes progress."""
+    """Whether prune's time budget is spent, looked at between batches of removals. The
+    first batch always runs, so every prune makes progress."""
 
-    LET_IN = "let_in"
-    OUT_OF_TIME = "out_of_time"
-
-    def __init__(self, root: Root, budget: float | None) -> None:
-        self.lock = root.prune_lock
+    def __init__(self, budget: float | None) -> None:
         self.deadline = None if not budget else time.monotonic() + budget
-        self.batches = 0  # in this prune
-        self.in_pass = 0  # since the lock was last taken
+        self.batches = 0
 
-    def new_pass(self) -> None:
-        self.in_pass = 0
-
-    def done_batch(self) -> None:
-        self.batches += 1
-        self.in_pass += 1
-
-    def why_stop(self) -> str | None:
-        if self.batches and self.deadline is not None and time.monotonic() >= self.deadline:
-            return self.OUT_OF_TIME
-        return self.LET_IN if self.in_pass and someone_waiting(self.lock) else None
+    def out_of_time(self) -> bool:
+        return bool(self.batches and self.deadline is not None
+                    and time.monotonic() >= self.deadline)
 
 
 def _non_negative(value: int, what: str) -> int:
@@ -204,40 +187,38 @@ def _label(entry: Entry, **more: object) -> dict[str, object]:
 def prune(root: Root, keep: int | None = None, dry_run: bool = False,
           warn: Warn = lambda _m: None, merged: bool = False,
           max_size: int | None = None) -> PruneResult:
-    """Retention under the `.prune` lock, in one pass unless someone needs the lock.
+    """Retention: decide under the `.prune` lock, remove without holding it.
 
-    Removals go in batches of CHUNK; between two batches prune lets a process that waits
-    for the lock (`vwt new`, `vwt run`) in, then decides afresh from what is on disk, and
-    it stops once its time budget (`prune_budget`) is spent, leaving the rest to the next
-    run (`unfinished` in the result). `merged`: also remove every clean, unheld worktree
-    whose commits are integrated into its target branch (SPEC §8 prune --merged),
-    whatever the limit. `max_size` (bytes; else `max_size` of config.toml): then shrink
-    to it (`_shrink`).
+    The lock is held to read the records and decide, then for a moment per batch of
+    CHUNK removals, to check each worktree is as decided and take its `.removing` holder;
+    snapshots and deletions run with the lock free, so `vwt new`, `vwt run` and `restore`
+    never wait for them (a name being removed waits for its `.removing` holder instead).
+    Prune stops between batches once its time budget (`prune_budget`) is spent, leaving
+    the rest to the next run (`unfinished` in the result). `merged`: also remove every
+    clean, unheld worktree whose commits are integrated into its target branch (SPEC §8
+    prune --merged), whatever the limit. `max_size` (bytes; else `max_size` of
+    config.toml): then shrink to it (`_shrink`).
     """
     limit = worktree_limit(root, keep)
     size_limit = max_size if max_size is not None else _config_max_size(root)
-    pacer = _Pacer(root, None if dry_run else prune_budget(root))
+    pacer = _Pacer(None if dry_run else prune_budget(root))
     result = PruneResult()
     settled: set[tuple[str, str]] = set()  # kept during this prune: not tried again
-    first = True
-    while True:
-        with prune_lock(root):
-            found = _tidy(root, dry_run, result, warn) if first else entries(root, root.buckets())
-            why = _retain(found, limit, dry_run, result, merged, settled, pacer)
-        if first and not dry_run:
-            _empty_trash(root, result, warn)
-        first = False
-        if why is None:
-            _prune_pools(root, dry_run, result, warn)
-            if size_limit is not None:
-                _shrink(root, size_limit, dry_run, result, warn)
-            return result
-        if why == _Pacer.OUT_OF_TIME:
+    with prune_lock(root):
+        found = _tidy(root, dry_run, result, warn)
+        if dry_run:  # the plan, read in one go under the lock: nothing changes meanwhile
+            _retain(found, limit, dry_run, result, merged, settled, pacer, root)
+    if not dry_run:
+        _empty_trash(root, result, warn)
+        if _retain(found, limit, dry_run, result, merged, settled, pacer, root):
             result.unfinished = True
             warn("prune stopped after its time budget; the next vwt prune goes on "
                  "(VWT_PRUNE_BUDGET or prune_budget_seconds in config.toml)")
             return result
-        _let_waiters_in(root)
+    _prune_pools(root, dry_run, result, warn)
+    if size_limit is not None:
+        _shrink(root, size_limit, dry_run, result, warn)
+    return result
 
 
 def _prune_pools(root: Root, dry_run: bool, result: PruneResult, warn: Warn) -> None:
@@ -291,16 +272,6 @@ def _empty_trash(root: Root, result: PruneResult, warn: Warn) -> None:
     if deleted is None:
         warn(f"{root.trash} is not a real directory; left alone")
     result.trash_deleted = deleted or 0
-
-
-def _let_waiters_in(root: Root) -> None:
-    """Pause until the processes waiting for `.prune` had their turn (flock is not first
-    come, first served: retaking the lock at once would keep most of them waiting for one
-    more batch), for at most LET_IN_AT_MOST seconds."""
-    time.sleep(LET_OTHERS_IN)
-    until = time.monotonic() + LET_IN_AT_MOST
-    while someone_waiting(root.prune_lock) and time.monotonic() < until:
-        time.sleep(0.02)
 
 
 def _sweep_stale_holders(root: Root, dry_run: bool) -> int:
@@ -469,12 +440,11 @@ Reasons = dict[int, str]  # id(entry) -> why it is removed
 
 
 def _retain(found: list[Entry], limit: int, dry_run: bool, result: PruneResult,
-            merged: bool, settled: set[tuple[str, str]], pacer: _Pacer) -> str | None:
+            merged: bool, settled: set[tuple[str, str]], pacer: _Pacer, root: Root) -> bool:
     """Finished sessions and orphaned records go whatever the limit (and, with `merged`,
     landed ones); then, oldest first, while more than `limit` complete records remain.
     Held ones count but are skipped, as do those `settled` (kept earlier in this prune).
-    Returns why it stopped before the end (`_Pacer`), or None when done."""
-    pacer.new_pass()
+    Returns True when it stopped before the end because its time budget was spent."""
     for entry in found:  # nothing can be snapshotted without its repository
         if entry.state == ORPHANED and _key(entry) not in settled:
             result.kept.append(_label(entry, reason=ORPHAN_REASON))
@@ -499,27 +469,25 @@ def _retain(found: list[Entry], limit: int, dry_run: bool, result: PruneResult,
 
     def reap(batch: list[Entry]) -> int:
         before = len(result.kept)
-        removed = _reap(batch, dry_run, result, reasons)
+        removed = _reap(batch, dry_run, result, reasons, root)
         settled.update((str(k["bucket"]), str(k["name"])) for k in result.kept[before:])
-        pacer.done_batch()
+        pacer.batches += 1
         return removed
 
     remaining = len(complete)
     while always:
-        stop = pacer.why_stop()
-        if stop:
-            return stop
+        if pacer.out_of_time():
+            return True
         batch, always = always[:size], always[size:]
         remaining -= reap(batch)
     position = 0
     while remaining > limit and position < len(rest):
-        stop = pacer.why_stop()
-        if stop:
-            return stop
+        if pacer.out_of_time():
+            return True
         batch = rest[position:position + min(remaining - limit, size)]
         position += len(batch)
         remaining -= reap(batch)
-    return None
+    return False
 
 
 def _key(entry: Entry) -> tuple[str, str]:
@@ -554,29 +522,49 @@ def _landed(entry: Entry) -> bool:
         return False
 
 
-def _reap(batch: list[Entry], dry_run: bool, result: PruneResult, reasons: Reasons) -> int:
+def _reap(batch: list[Entry], dry_run: bool, result: PruneResult, reasons: Reasons,
+          root: Root) -> int:
     """Snapshot then remove a batch of worktrees; returns how many went (or would go)."""
-    free = []
-    for entry in batch:
-        holders = _live(entry)
-        if holders:
-            result.kept.append(_label(entry, reason="starting" if STARTING in holders else "held"))
-        else:
-            free.append(entry)
     if dry_run:
+        free = []
+        for entry in batch:
+            holders = _live(entry)
+            if holders:
+                result.kept.append(_label(entry, reason="starting" if STARTING in holders
+                                          else "held"))
+            else:
+                free.append(entry)
         return sum(_plan(entry, result, reasons.get(id(entry), RETENTION)) for entry in free)
-    holds: list[tuple[Entry, Holder]] = []
-    for entry in free:
-        try:
-            holds.append((entry, acquire_removal(entry.claim, frozenset())))
-        except HeldError:
-            result.kept.append(_label(entry, reason="held"))
+    holds = _take_removal_holds(batch, result, root)
     try:
         return _remove_held(holds, result, reasons)
     finally:
         for entry, holder in holds:
             holder.release()
             tidy_claim_folders(entry.claim)
+
+
+def _take_removal_holds(batch: list[Entry], result: PruneResult, root: Root
+                        ) -> list[tuple[Entry, Holder]]:
+    """Under `.prune`, for a moment: each worktree still as decided and held by nobody gets
+    prune's `.removing` holder (a creation or an attach now waits for it or refuses); one
+    that changed or went meanwhile is left to the next prune."""
+    holds: list[tuple[Entry, Holder]] = []
+    with prune_lock(root):
+        for entry in batch:
+            now = load_entry(entry.claim)
+            if now is None or (now.state, now.record) != (entry.state, entry.record):
+                continue
+            holders = _live(now)
+            if holders:
+                result.kept.append(_label(entry, reason="starting" if STARTING in holders
+                                          else "held"))
+                continue
+            try:
+                holds.append((entry, acquire_removal(entry.claim, frozenset())))
+            except HeldError:
+                result.kept.append(_label(entry, reason="held"))
+    return holds
 
 
 def _plan(entry: Entry, result: PruneResult, reason: str) -> int:
@@ -711,10 +699,9 @@ def _shrink(root: Root, limit: int, dry_run: bool, result: PruneResult, warn: Wa
     for entry, size in zip(found, worktree_sizes, strict=True):
         if excess <= 0:
             return
-        with prune_lock(root):
-            if _reap([entry], dry_run, result, {id(entry): MAX_SIZE}):
-                result.freed_bytes += size
-                excess -= size
+        if _reap([entry], dry_run, result, {id(entry): MAX_SIZE}, root):
+            result.freed_bytes += size
+            excess -= size
     if excess > 0:
         warn(f"still {excess} bytes over the size limit: what is left is held, or could "
              "not be snapshotted (see kept)")
