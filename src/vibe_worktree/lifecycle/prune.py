@@ -135,16 +135,27 @@ def prune_budget(root: Root) -> float:
 
 
 class _Pacer:
-    """Whether prune's time budget is spent, looked at between batches of removals. The
-    first batch always runs, so every prune makes progress."""
+    """Whether prune's time budget allows one more batch of removals: not when the slowest
+    batch so far would end past it (a busy machine makes batches slow, and prune's own call
+    must stay well under a minute). The first batch always runs, so every prune makes
+    progress."""
 
     def __init__(self, budget: float | None) -> None:
         self.deadline = None if not budget else time.monotonic() + budget
         self.batches = 0
+        self.slowest = 0.0  # seconds of the slowest batch so far
+        self._since = 0.0
+
+    def start_batch(self) -> None:
+        self._since = time.monotonic()
+
+    def end_batch(self) -> None:
+        self.batches += 1
+        self.slowest = max(self.slowest, time.monotonic() - self._since)
 
     def out_of_time(self) -> bool:
         return bool(self.batches and self.deadline is not None
-                    and time.monotonic() >= self.deadline)
+                    and time.monotonic() + self.slowest >= self.deadline)
 
 
 def _non_negative(value: int, what: str) -> int:
@@ -469,9 +480,10 @@ def _retain(found: list[Entry], limit: int, dry_run: bool, result: PruneResult,
 
     def reap(batch: list[Entry]) -> int:
         before = len(result.kept)
+        pacer.start_batch()
         removed = _reap(batch, dry_run, result, reasons, root)
+        pacer.end_batch()
         settled.update((str(k["bucket"]), str(k["name"])) for k in result.kept[before:])
-        pacer.batches += 1
         return removed
 
     remaining = len(complete)
