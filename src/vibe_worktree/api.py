@@ -359,18 +359,27 @@ class Worktrees:
 
             plan = _carry.prepare(self.cwd, name, branch, from_ref)
             from_ref, dirs = plan.start, ()
-        fill = (plan.fill_and_save if move else plan.fill) if plan else None
-        pool = hooks and plan is None  # --no-hooks and carried work never take pool entries
-        if name is not None:
-            created = _create.create_named(self.root, self.cwd, name, branch, from_ref, fetch,
-                                           self._output, dirs, fill, pool)
-        elif branch is not None:
+        if name is None and branch is not None:
             raise VwtError("--branch needs a NAME; an automatic name has its own vibe/ branch", 2)
-        else:
-            created = _create.create_auto(self.root, self.cwd, prompt, from_ref, fetch,
-                                          self._output, dirs, fill, pool)
-        if plan is not None:
-            created = _carry.finish(plan, created, move, self.warn)
+        filling = _carry.Filling(plan, move) if plan else None
+        fill = filling.fill if filling else None
+        pool = hooks and plan is None  # --no-hooks and carried work never take pool entries
+        try:
+            if name is not None:
+                created = _create.create_named(self.root, self.cwd, name, branch, from_ref,
+                                               fetch, self._output, dirs, fill, pool)
+            else:
+                created = _create.create_auto(self.root, self.cwd, prompt, from_ref, fetch,
+                                              self._output, dirs, fill, pool)
+        except BaseException:
+            if filling is not None:
+                filling.undo()
+            raise
+        if plan is not None and filling is not None:
+            try:
+                created = _carry.finish(plan, created, move, self.warn, filling)
+            finally:
+                filling.give_room_back()
         if hooks and created.created:
             created = self._post_create(created, ask)
         if pool and created.created:

@@ -143,6 +143,18 @@ def _approvals_verify(repo: GitRepo) -> None:
     assert "more" in repo.sb.vibe_home.joinpath("worktree-approvals.json").read_text()
 
 
+def _adopt_prepare(repo: GitRepo) -> None:
+    """A worktree Claude Code made inside the repository, with work in it."""
+    made = repo.path / ".claude" / "worktrees" / "feat"
+    repo.git("worktree", "add", "-q", "-b", "worktree-feat", str(made))
+    write_files(made, WORK)
+
+
+def _adopt_verify(repo: GitRepo) -> None:
+    assert files_in(repo.checkout("feat"), WORK)
+    assert not (repo.path / ".claude" / "worktrees" / "feat").exists()
+
+
 def _nothing(repo: GitRepo) -> None:
     pass
 
@@ -168,6 +180,7 @@ COMMANDS: dict[str, Case] = {
                   _merge_verify),
     "sync": Case(("sync", "feat", "--json"), _sync_prepare, _sync_verify),
     "new --move": Case(("new", "moved", "--move", "--json"), _move_prepare, _move_verify),
+    "adopt": Case(("adopt", ".claude/worktrees/feat", "--json"), _adopt_prepare, _adopt_verify),
     "hooks approve": Case(("hooks", "approve", "more"), _approvals_prepare, _approvals_verify),
 }
 
@@ -262,3 +275,90 @@ def test_a_state_file_written_on_a_full_disk_stays_whole_and_leaves_no_temporary
     assert raised.value.errno == errno.ENOSPC
     assert record.read_bytes() == before
     assert sorted(p.name for p in folder.iterdir()) == ["record.json"]
+
+
+# -- the defects a full disk found, each proven on every K that fails -------------------------
+
+def failures_until_it_fits(disk: SmallDisk, repo: GitRepo, args: tuple[str, ...],
+                           after_each: Callable[[Run], None]) -> Run:
+    """Run `args` with 0, 1, 2, ... pages free (no repair in between) until it succeeds;
+    `after_each` checks the state every failure left, once the space is back."""
+    for pages in range(MOST_PAGES):
+        disk.fill(leave=pages * PAGE)
+        run = repo.vwt(*args)
+        disk.drain()
+        if run.returncode == 0:
+            assert pages > 0, "the command never met a full disk"
+            return run
+        assert_disk_full_message(run.stderr, f"{pages} pages free\n{run}")
+        after_each(run)
+    raise AssertionError(f"{args} still failed with {MOST_PAGES} pages free")
+
+
+def test_a_new_that_ran_out_of_space_leaves_no_branch_and_the_retry_owns_it(
+        small_disk: SmallDisk) -> None:
+    _sb, repo = setup(small_disk, COMMANDS["new"])
+
+    def nothing_left(run: Run) -> None:
+        assert "feat" not in repo.branches(), f"git's branch was left behind\n{run}"
+        assert not repo.claim("feat").exists() and not repo.checkout("feat").exists()
+
+    made = failures_until_it_fits(small_disk, repo, ("new", "feat", "--json"), nothing_left)
+    assert made.json()["branch_created"] is True
+
+
+def test_a_move_that_ran_out_of_space_leaves_the_work_in_place_and_nothing_else(
+        small_disk: SmallDisk) -> None:
+    _sb, repo = setup(small_disk, COMMANDS["new --move"])
+
+    def nothing_left(run: Run) -> None:
+        assert files_in(repo.path, WORK), "the work left its checkout"
+        assert "moved" not in repo.branches(), (
+            f"git's branch was left behind\n{run}\n{repo.git('worktree', 'list', '--porcelain')}"
+            f"\n{sorted(p.name for p in (repo.path / '.git' / 'worktrees').glob('*'))}")
+        assert not repo.ref_exists("refs/vibe/carried/moved")
+        assert not repo.claim("moved").exists() and not repo.checkout("moved").exists()
+
+    failures_until_it_fits(small_disk, repo, ("new", "moved", "--move", "--json"), nothing_left)
+    _move_verify(repo)
+
+
+def test_a_merge_that_ran_out_of_space_says_so_and_changes_no_checkout(
+        small_disk: SmallDisk) -> None:
+    _sb, repo = setup(small_disk, COMMANDS["merge"])
+    main = repo.git("rev-parse", "main")
+
+    def unchanged(run: Run) -> None:
+        assert "local changes" not in run.stderr, run
+        assert repo.git("status", "--porcelain") == "", "the main checkout was left changed"
+        if repo.git("rev-parse", "main") != main:  # it landed; only the removal failed
+            assert repo.git("show", "main:feat.txt") == "feat committed"
+
+    failures_until_it_fits(small_disk, repo, ("merge", "feat", "--json"), unchanged)
+    _merge_verify(repo)
+
+
+def test_a_sync_that_ran_out_of_space_leaves_the_worktree_as_it_was(
+        small_disk: SmallDisk) -> None:
+    _sb, repo = setup(small_disk, COMMANDS["sync"])
+    checkout = repo.checkout("feat")
+    head = repo.git("rev-parse", "HEAD", cwd=checkout)
+
+    def unchanged(run: Run) -> None:
+        assert repo.git("rev-parse", "HEAD", cwd=checkout) == head
+        assert repo.git("status", "--porcelain", cwd=checkout) == "", "files left changed"
+
+    failures_until_it_fits(small_disk, repo, ("sync", "feat", "--json"), unchanged)
+    _sync_verify(repo)
+
+
+def test_an_adopt_that_ran_out_of_space_keeps_the_name_free(small_disk: SmallDisk) -> None:
+    _sb, repo = setup(small_disk, COMMANDS["adopt"])
+
+    def nothing_taken(run: Run) -> None:
+        assert not repo.claim("feat").exists(), "a claim folder was left, taking the name"
+        assert files_in(repo.path / ".claude" / "worktrees" / "feat", WORK)
+
+    adopted = failures_until_it_fits(small_disk, repo, COMMANDS["adopt"].args, nothing_taken)
+    assert adopted.json()["adopted"][0]["name"] == "feat"
+    _adopt_verify(repo)

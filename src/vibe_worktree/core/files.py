@@ -58,3 +58,39 @@ def copy_index(source: str, dest: str) -> bool:
             raise
         return False
     return True
+
+
+SPARE_PREFIX = "vwt-spare-"
+
+
+class SpareRoom:
+    """Room held on a disk for undoing a step a full disk may stop half way (a ref moved
+    back, files put back): `SpareRoom(folder, size)` takes `size` bytes in `folder` (OSError,
+    ENOSPC, when they are not there: then nothing was changed yet); `give_back()` frees them
+    right before the undo, and leaving its `with` block frees them too."""
+
+    def __init__(self, folder: str, size: int) -> None:
+        self.path = os.path.join(folder, f"{SPARE_PREFIX}{os.getpid()}-{os.urandom(6).hex()}")
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            zeros = bytes(min(size, 1 << 16))
+            left = size
+            while left > 0:  # written, not just sized: the blocks must really be taken
+                left -= os.write(fd, zeros[:left])
+        except BaseException:
+            self.give_back()
+            raise
+        finally:
+            os.close(fd)
+
+    def give_back(self) -> None:
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+    def __enter__(self) -> SpareRoom:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.give_back()

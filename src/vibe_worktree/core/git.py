@@ -1004,8 +1004,12 @@ def own_commits(git: Git, base: str, head: str) -> list[CommitInfo]:
 
 
 def compare_and_swap(git: Git, ref: str, new: str, old: str, reason: str) -> bool:
-    """Point `ref` at `new` only while it still points at `old`."""
-    return git.ok("update-ref", "-m", reason, ref, new, old)
+    """Point `ref` at `new` only while it still points at `old`; False when it moved (a
+    full disk is an error of its own, never reported as a moved ref)."""
+    result = git.run("update-ref", "-m", reason, ref, new, old, check=False)
+    if result.returncode != 0 and says_disk_full(result.stderr):
+        raise git.failure(["update-ref"], result.stderr)
+    return result.returncode == 0
 
 
 def changed_files_using_filters(git: Git, old: str, new: str, drivers: Iterable[str]

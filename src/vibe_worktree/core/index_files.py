@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from .files import copy_index
 from .layout import unlink_if_exists
 
 _OURS = re.compile(r"index\.vwt-(\d+)-[0-9a-f]{12}(\.anchor|\.lock)?")
@@ -33,13 +34,8 @@ class IndexBusy(Exception):
 
 def private_copy(index: str) -> str:
     """A copy of `index` beside it, named for this process (the mtime kept)."""
-    import shutil
-
     copy = f"{index}.vwt-{os.getpid()}-{os.urandom(6).hex()}"
-    try:
-        shutil.copy2(index, copy)
-    except FileNotFoundError:
-        pass  # no index yet: git starts from an empty one
+    copy_index(index, copy)  # no index yet: git starts from an empty one
     return copy
 
 

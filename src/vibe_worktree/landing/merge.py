@@ -17,10 +17,13 @@ from ..core.errors import (
     EXIT_HELD,
     EXIT_NEEDS_CONFIRMATION,
     EXIT_OK,
+    DiskFull,
     HeldError,
     VwtError,
+    disk_is_full,
 )
 from ..core.faults import checkpoint
+from ..core.files import SpareRoom
 from ..core.index_files import repair_repo
 from ..core.integration import Tips, check, read_tips
 from ..core.layout import Claim
@@ -286,6 +289,14 @@ def resolve_hint(name: str, onto_branch: str | None) -> str:
             f"(then fix the files, git add them, and run: vwt sync {name} --continue)")
 
 
+UNDO_ROOM = 1 << 16  # a ref's lock file and a reflog line, on any block size
+
+
+def _target_moved(branch: str, name: str) -> tuple[str, str]:
+    return TARGET_MOVED, (f"{branch} moved while merging; nothing changed (run vwt merge "
+                          f"{name} again)")
+
+
 def _update_target(target: Target, tips: Tips, old: str, new: str,
                    name: str) -> tuple[str, str] | None:
     """Step 6: check the target's checkout, compare-and-swap T, move the checkout.
@@ -306,16 +317,31 @@ def _update_target(target: Target, tips: Tips, old: str, new: str,
         if problem:
             return TARGET_DIRTY, (f"{branch} is checked out at {where} with local changes the "
                                   f"merge would overwrite ({problem}); nothing changed")
-    if not g.compare_and_swap(repo_git, tips.target.ref, new, old, f"vwt merge {name}"):
-        return TARGET_MOVED, (f"{branch} moved while merging; nothing changed (run vwt merge "
-                              f"{name} again)")
-    checkpoint("merge.target_updated")
-    if checkout_git is not None:
+    if checkout_git is None:
+        if not g.compare_and_swap(repo_git, tips.target.ref, new, old, f"vwt merge {name}"):
+            return _target_moved(branch, name)
+        checkpoint("merge.target_updated")
+        checkpoint("merge.checkout_moved")
+        return None
+    assert target.checkout is not None
+    try:  # room to put T and the files back if a full disk stops the move half way
+        room = SpareRoom(target.checkout.common_dir, UNDO_ROOM)
+    except OSError as exc:
+        if disk_is_full(exc):
+            raise DiskFull(f"moving {where}") from None
+        raise
+    with room:
+        if not g.compare_and_swap(repo_git, tips.target.ref, new, old, f"vwt merge {name}"):
+            return _target_moved(branch, name)
+        checkpoint("merge.target_updated")
         try:
             problem = g.move_checkout(checkout_git, old, new)
-        except VwtError:  # the disk filled up: files back first (frees space), then T
+        except (VwtError, OSError) as exc:  # the disk filled up: files back first, then T
+            room.give_back()
             g.undo_checkout_move(checkout_git, old, new)
             g.compare_and_swap(repo_git, tips.target.ref, old, new, f"vwt merge {name}: undo")
+            if disk_is_full(exc):
+                raise DiskFull(f"moving {where}") from None
             raise
         if problem:  # its files changed since the check: put T back, as if never moved
             g.compare_and_swap(repo_git, tips.target.ref, old, new, f"vwt merge {name}: undo")

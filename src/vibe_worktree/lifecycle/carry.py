@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import NamedTuple
 
 from ..core import git as g
-from ..core.errors import GitFailed, ValidationFailed, VwtError
+from ..core.errors import DiskFull, GitFailed, ValidationFailed, VwtError, disk_is_full
 from ..core.faults import checkpoint
-from ..core.files import copy_index
+from ..core.files import SpareRoom, copy_index
 from ..core.layout import rmdir_if_empty, unlink_if_exists
 from .worktrees import Checkout, Inspection, housekeeping_git
 
@@ -74,13 +75,61 @@ class Plan(NamedTuple):
         git.run("read-tree", "-m", self.index_tree)  # keeps the stat data of equal entries
         checkpoint("carry.filled")
 
-    def fill_and_save(self, checkout: str) -> None:
-        """`fill`, then, for `--move`, save the work to `refs/vibe/carried/<name>` while the
-        new worktree is still being made: a failure there (a full disk) undoes the creation,
-        and the same command run again starts afresh."""
-        self.fill(checkout)
-        if self.captured.files:
-            save(self.captured, os.path.basename(checkout))
+
+
+class Filling:
+    """How the new checkout is filled, and what is undone when its creation fails.
+
+    With `move`, the work is also saved to `refs/vibe/carried/<name>` while the new worktree
+    is still being made, so that a failure there (a full disk) undoes the creation and the
+    same command run again starts afresh; `undo` drops that ref again (the work is still
+    all in the source). Room for taking the work out of the source afterwards (HEAD's
+    versions and a new index) is taken on its disk before anything is created, so a full
+    disk stops the move before it starts, never half way through the take-out."""
+
+    def __init__(self, chosen: Plan, move: bool) -> None:
+        self.chosen = chosen
+        self.move = move
+        self.saved: list[str] = []
+        self.room: SpareRoom | None = None
+        if move and chosen.captured.files:
+            try:
+                self.room = SpareRoom(chosen.captured.source.checkout.admin_dir,
+                                      _take_out_room(chosen.captured))
+            except OSError as exc:
+                if disk_is_full(exc):
+                    raise DiskFull(f"making room to move the work of "
+                                   f"{chosen.captured.source.checkout.path}") from None
+                raise
+
+    def fill(self, checkout: str) -> None:
+        self.chosen.fill(checkout)
+        if self.move and self.chosen.captured.files:
+            self.saved.append(save(self.chosen.captured, os.path.basename(checkout)))
+
+    def undo(self) -> None:
+        git = self.chosen.captured.source.git
+        for ref in self.saved:
+            commit = g.rev_parse(git, ref)
+            if commit is not None:
+                g.delete_ref(git, ref, commit)
+        self.give_room_back()
+
+    def give_room_back(self) -> None:
+        if self.room is not None:
+            self.room.give_back()
+
+
+def _take_out_room(captured: Captured) -> int:
+    """Bytes the take-out may write: a new index, and about each carried file again (a
+    block at least), plus a little for git's lock files."""
+    top, room = captured.source.checkout.path, 1 << 16
+    with suppress(OSError):
+        room += os.stat(os.path.join(captured.source.checkout.admin_dir, "index")).st_size
+    for path in captured.files:
+        with suppress(OSError):
+            room += (os.lstat(os.path.join(top, path)).st_size // 4096 + 1) * 4096
+    return room
 
 
 def open_source(cwd: str) -> Source:
@@ -208,8 +257,10 @@ def prepare(cwd: str, name: str | None, branch: str | None, from_ref: str | None
     return result
 
 
-def finish(chosen: Plan, created: Created, move: bool, warn: Warn) -> Created:
-    """After the new worktree holds the work: with `move`, take it out of the source."""
+def finish(chosen: Plan, created: Created, move: bool, warn: Warn,
+           filling: Filling | None = None) -> Created:
+    """After the new worktree holds the work: with `move`, take it out of the source (in
+    the room `filling` kept for it)."""
     if not created.created:  # another process made NAME between our check and our add
         raise VwtError(f"{created.name} was created by another process meanwhile; nothing "
                        "carried (the source is untouched)")
@@ -219,8 +270,10 @@ def finish(chosen: Plan, created: Created, move: bool, warn: Warn) -> Created:
         return created._replace(carried=Carried((), move, None))
     if not move:
         return created._replace(carried=Carried(captured.files, False, None))
-    ref = f"{CARRIED_PREFIX}{created.name}"  # saved by `Plan.fill_and_save`
+    ref = f"{CARRIED_PREFIX}{created.name}"  # saved by `Filling.fill`
     checkpoint("move.saved")
+    if filling is not None:
+        filling.give_room_back()
     left = take_out(captured)
     if left:
         warn(f"left {len(left)} file(s) in {captured.source.checkout.path} that changed after "

@@ -109,11 +109,15 @@ def _reserve(claim: Claim, record: Record) -> Holder:
     """
     ensure_dir(os.path.dirname(claim.checkout), claim.root.path)
     os.mkdir(claim.checkout)  # FileExistsError: someone else has the name
+    starting = None
     try:
         ensure_dir(claim.folder, claim.root.path)
         starting = acquire_holder(claim, STARTING)
         write_record(claim.record_path, record)
-    except BaseException:
+    except BaseException:  # such as a full disk: the name is left free, as it was
+        if starting is not None:
+            starting.release()  # its file, then the empty claim folder
+        rmdir_if_empty(claim.folder)
         rmdir_if_empty(claim.checkout)
         raise
     return starting
