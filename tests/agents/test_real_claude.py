@@ -90,6 +90,7 @@ def test_claude_worktree_is_made_held_and_released_through_vwt(vwt, repo, silent
         assert record["branch"] == "feat/04-config"
         assert holder.name == f"claude-{record['session']}-{claude.pid}"
         assert claude.poll() is None, "claude exited: it could not stay alive on a silent API"
+        assert not (repo.path / ".claude" / "worktrees").exists(), "claude made its own"
         assert vwt("rm", "feat-04-config", "-y", cwd=repo.path).code == 4
         row = vwt.entry("feat-04-config", cwd=repo.path)
         assert row["held"] and row["agent"] == "claude-code"

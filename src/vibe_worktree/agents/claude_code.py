@@ -142,15 +142,17 @@ def worktree_create(root: Root, payload: dict[str, Any]) -> int:
         from_ref = "HEAD" if settings.base_ref == "head" and request.pr is None else None
         created = wt.create(request.name, branch=request.branch, from_ref=from_ref,
                             sparse=settings.sparse_paths or None, pr=request.pr)
+        from .session_hold import hold_for_session, release_session
+
         try:
+            if session:
+                hold_for_session(wt, created.name, session, host)
             if created.created:
                 _tag(wt, created.name, session)
-            if session:
-                from .session_hold import hold_for_session
-
-                hold_for_session(wt, created.name, session, host)
         except BaseException:
             if created.created:
+                if session:
+                    release_session(wt.claim(created.name), session)
                 _undo(wt, created.name)
             raise
         out.emit(created.path + "\n")
@@ -158,13 +160,19 @@ def worktree_create(root: Root, payload: dict[str, Any]) -> int:
 
 
 def _tag(wt: Worktrees, name: str, session: str | None) -> None:
-    """Say in the record which agent and session made it (Vibe keeps unknown keys)."""
+    """Say in the record which agent and session made it (Vibe keeps unknown keys).
+
+    With a session it is written while the session holds the worktree, so no removal can
+    run meanwhile and the prune lock (for which each creation already waits twice under
+    load) is not needed; without one, under the prune lock."""
+    from contextlib import nullcontext
+
     from ..core.locks import prune_lock
     from ..core.records import write_record
     from ..lifecycle.worktrees import load_entry
 
     claim = wt.claim(name)
-    with prune_lock(wt.root):
+    with nullcontext() if session else prune_lock(wt.root):
         entry = load_entry(claim)
         record = entry.record if entry is not None else None
         if record is None or record.reserved:
@@ -220,6 +228,9 @@ def worktree_remove(root: Root, payload: dict[str, Any]) -> int:
     if result.outcome != REMOVED:
         raise VwtError(f"{claim.name} kept ({result.outcome}): {result.message}")
     activity.forget(root.home, claim)
+    from .statusline import forget
+
+    forget(root.home, claim)
     if result.snapshot_ref:
         warn_to_stderr(f"{claim.name}'s work is saved in {result.snapshot_ref}; "
                 f"vwt restore {claim.name} brings it back")

@@ -39,6 +39,15 @@ def cache_path(home: str, claim: Claim) -> str:
     return f"{home}/{FOLDER}/{claim.bucket}/{claim.name}.json"
 
 
+def forget(home: str, claim: Claim) -> None:
+    """Drop the cached verdict of a removed worktree."""
+    for path in (cache_path(home, claim), f"{cache_path(home, claim)}.lock"):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
 def _directory(payload: dict[str, Any]) -> str:
     workspace = payload.get("workspace")
     current = workspace.get("current_dir") if isinstance(workspace, dict) else None
