@@ -261,3 +261,17 @@ def test_create_runs_hooks_as_a_caller_without_a_terminal(box: Box) -> None:
     with_client(box, body)
     assert not marker.exists()
     assert list((box.vibe_home / "worktrees").glob("*/feature/mine.txt"))
+
+
+def test_list_and_status_carry_an_agent_sessions_activity(box: Box) -> None:
+    path = box.new("agent-work")["path"]
+    box.ok("hook", "claude-code", input=json.dumps(
+        {"session_id": "s-9", "hook_event_name": "UserPromptSubmit", "cwd": path}))
+
+    async def body(client: Client) -> None:
+        [row] = await call(client, "list")
+        assert row["activity"]["state"] == "working" and row["activity"]["session"] == "s-9"
+        status = await call(client, "status", name="agent-work")
+        assert status["activity"] == row["activity"]
+
+    with_client(box, body)
