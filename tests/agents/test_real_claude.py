@@ -80,7 +80,8 @@ def test_claude_worktree_is_made_held_and_released_through_vwt(vwt, repo, silent
     try:
         checkout = repo.checkout("feat-04-config")
         wait_until(lambda: any(h.name.startswith("claude-")
-                               for h in repo.live_holders("feat-04-config")), 60)
+                               for h in repo.live_holders("feat-04-config"))
+                   and "agent" in repo.record("feat-04-config"), 60)
         made_after = time.monotonic() - started
         [holder] = repo.live_holders("feat-04-config")
         record = repo.record("feat-04-config")
