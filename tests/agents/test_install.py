@@ -117,3 +117,18 @@ def test_a_symlinked_settings_file_is_written_through_to_its_target(vwt, sandbox
     path.symlink_to(dotfiles)
     vwt.ok("install", "claude-code")
     assert path.is_symlink() and ours(json.loads(dotfiles.read_text()), "Stop")
+
+
+def test_claude_config_dir_moves_the_user_settings(vwt, sandbox):
+    config = sandbox.tmp / "claude-config"
+    result = vwt.ok("install", "claude-code", "--json",
+                    env_extra={"CLAUDE_CONFIG_DIR": str(config)}).json()
+    assert result["path"] == str(config / "settings.json")
+    assert ours(json.loads((config / "settings.json").read_text()), "WorktreeCreate")
+    assert not user_settings(sandbox).exists()
+
+
+def test_an_unknown_agent_is_bad_usage(vwt):
+    for command in (["install", "codex"], ["hook", "codex"]):
+        result = vwt(*command, input="{}")
+        assert result.code == 2 and len(result.err_lines) >= 1, str(result)
