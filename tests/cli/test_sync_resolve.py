@@ -204,3 +204,12 @@ def test_merge_commit_that_then_conflicts_says_it_committed_the_work(repo, vwt):
     assert "nothing changed" not in line
     assert repo.git("show", "feat:notes.txt") == "untracked work"
     assert repo.porcelain(path) == ""
+
+
+def test_new_of_a_worktree_whose_sync_is_stopped_names_the_way_out(repo, vwt):
+    conflicting(repo, vwt)
+    sync(vwt, "feat", "--stop-on-conflict", code=1)
+    result = vwt("new", "feat")
+    assert result.code == 1
+    assert result.err.startswith("vwt: error: a sync of feat is stopped at a conflict"), result.err
+    assert "vwt sync feat --continue" in result.err

@@ -234,6 +234,11 @@ class MissingAdmin(ValidationFailed):
 
 def validate_for_reuse(claim: Claim, record: Record, common_dir: str) -> Checkout:
     checkout = validate_checkout(claim, common_dir)
+    if checkout.branch != record.branch and rebase_in_progress(checkout):
+        raise ValidationFailed(
+            f"a sync of {claim.name} is stopped at a conflict in {claim.checkout}; finish it "
+            f"(vwt sync {claim.name} --continue) or undo it (vwt sync {claim.name} --abort)"
+        )
     if checkout.branch != record.branch:
         raise ValidationFailed(
             f"{claim.checkout} is on {checkout.branch or 'a detached HEAD'}, "
