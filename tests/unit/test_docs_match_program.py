@@ -53,3 +53,28 @@ def test_every_positional_argument_of_a_command_is_described():
     undescribed = [f"{name} {a.metavar or a.dest}" for name, p in sub.choices.items()
                    for a in p._actions if not a.option_strings and not a.help]
     assert not undescribed, f"--help leaves these undescribed: {undescribed}"
+
+
+def test_every_json_sample_of_docs_json_md_matches_its_schema():
+    """Each ```json block is a document of the section's schema (`(schema NAME)` in its
+    heading): a new required key or a renamed value fails here until the sample shows it."""
+    import json
+
+    from jsonschema import Draft202012Validator
+
+    from vibe_worktree import schema
+
+    text = (PROJECT / "docs" / "json.md").read_text(encoding="utf-8")
+    checked = 0
+    heading = None
+    for match in re.finditer(r"^## .*?\(schema `([a-z-]+)`\)|^```json\n(.*?)\n```", text,
+                             re.M | re.S):
+        if match.group(1):
+            heading = match.group(1)
+            continue
+        assert heading is not None, "a JSON sample before any schema heading"
+        errors = [e.message for e in
+                  Draft202012Validator(schema.load(heading)).iter_errors(json.loads(match[2]))]
+        assert not errors, f"docs/json.md's {heading} sample: {errors}"
+        checked += 1
+    assert checked >= 5
