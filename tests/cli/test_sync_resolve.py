@@ -95,10 +95,14 @@ def test_sync_stop_on_conflict_leaves_the_rebase_stopped_with_markers(repo, vwt)
 def test_sync_abort_puts_branch_files_and_record_back(repo, vwt):
     conflicting(repo, vwt, files=("README.md", "other.txt"))
     before = frozen(repo, "feat")
-    sync(vwt, "feat", "--stop-on-conflict", code=1)
+    stopped = vwt("sync", "feat", "--stop-on-conflict")
+    assert stopped.code == 1, str(stopped)
+    [line] = stopped.err_lines
+    commands = printed_commands(line)
+    assert commands == [["sync", "feat", "--continue"], ["sync", "feat", "--abort"]], line
     repo.write("scratch.txt", "x\n", base=repo.checkout("feat"))  # made while resolving
     (repo.checkout("feat") / "scratch.txt").unlink()
-    data = sync(vwt, "feat", "--abort")
+    data = sync(vwt, *commands[1][1:])  # the abort, as printed
     assert data["outcome"] == "aborted" and data["head"] == repo.rev("feat")
     assert frozen(repo, "feat") == before
     assert not rebasing(repo.checkout("feat"))
