@@ -71,6 +71,28 @@ def test_an_adopted_worktree_is_removed_with_a_snapshot_and_restored_like_any_ot
     assert (Path(restored["path"]) / "unsaved.txt").read_text() == "work\n"
 
 
+def test_an_adopted_worktree_is_merged_and_kept_by_retention_like_any_other(repo, vwt, sandbox):
+    landing = claude_code_worktree(repo, "landing")
+    repo.commit("the feature", {"feature.py": "x = 1\n"}, cwd=landing)
+    older = cursor_worktree(repo, sandbox.home, "older")
+    repo.write("draft.txt", "draft\n", base=older)
+    adopt(vwt, str(older), str(landing))
+
+    status = vwt.ok("status", "landing", "--json").json()
+    assert (status["ahead"], status["integrated"], status["branch_created"]) == (1, None, False)
+    assert vwt.ok("snapshot", "landing", "--json").json()["ref"] == "refs/vibe/reaped/landing"
+    merged = vwt.ok("merge", "landing", "--json").json()
+    assert merged["outcome"] == "merged" and merged["removed"] is True
+    assert repo.git("show", "main:feature.py") == "x = 1"
+    assert repo.branch_exists("worktree-landing"), "not created by vwt: kept"
+
+    pruned = vwt.ok("prune", "--keep", "0", "--json").json()
+    assert [r["name"] for r in pruned["removed"]] == ["older"]
+    assert repo.branch_exists("cursor-older")
+    restored = vwt.ok("restore", "older", "--json").json()
+    assert (Path(restored["path"]) / "draft.txt").read_text() == "draft\n"
+
+
 def test_adopt_refuses_what_cannot_be_moved_safely_and_changes_nothing(repo, vwt, sandbox):
     locked = plain_worktree(repo, sandbox.tmp / "locked", "locked")
     repo.git("worktree", "lock", "--reason", "on a USB disk", str(locked))

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from vibe_worktree.core.processes import Process, TimedOut, find_program
+from vibe_worktree.core.processes import Process, TimedOut, find_program, processes_inside
 
 SH = find_program("sh", os.environ.get("PATH"))
 assert SH is not None
@@ -102,3 +102,25 @@ def test_a_missing_program_raises_file_not_found_and_leaks_no_pipe() -> None:
     with pytest.raises(FileNotFoundError):
         Process("/nonexistent/prog", ["prog"], dict(os.environ))
     assert set(os.listdir("/proc/self/fd")) <= before
+
+
+def test_processes_inside_finds_a_process_by_its_current_directory(tmp_path) -> None:
+    import subprocess
+
+    inside, neighbour = tmp_path / "wt" / "deep", tmp_path / "wt-2"
+    inside.mkdir(parents=True)
+    neighbour.mkdir()
+    child = subprocess.Popen(["sleep", "30"], cwd=inside)
+    try:
+        found = processes_inside([str(tmp_path / "wt"), str(neighbour)])
+        assert found == {str(tmp_path / "wt"): [child.pid], str(neighbour): []}, \
+            "a folder whose name starts the same is not inside"
+    finally:
+        child.kill()
+        child.wait()
+    assert processes_inside([str(tmp_path / "wt")]) == {str(tmp_path / "wt"): []}
+
+
+def test_processes_inside_leaves_out_the_calling_process(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert processes_inside([str(tmp_path)]) == {str(tmp_path): []}
