@@ -11,7 +11,7 @@ import pytest
 from conftest import VWT_BIN
 
 from .conftest import wait_until
-from .test_activity import best_of_7
+from .test_activity import best_of_7, quiet_machine
 
 
 def status_json(directory: Path, *, workspace: bool = True) -> str:
@@ -79,5 +79,5 @@ def test_it_takes_under_100_ms_with_200_worktrees(vwt, repo, capsys):
               f"{out.strip()}")
     assert out.startswith("wt-007 (vibe/wt-007)  ±1")
     assert cpu < 0.1
-    if base_wall < 0.04:  # a machine that is not overloaded: the wall time too
+    if quiet_machine(base_wall):  # the wall time too, where it measures us
         assert wall < 0.1
