@@ -17,6 +17,8 @@ the largest command needs.
 from __future__ import annotations
 
 import errno
+import os
+import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,6 +157,13 @@ def _adopt_verify(repo: GitRepo) -> None:
     assert not (repo.path / ".claude" / "worktrees" / "feat").exists()
 
 
+def _pool_prepare(repo: GitRepo) -> None:
+    """A warm pool of one ready worktree (the user's config asks for it)."""
+    repo.sb.vibe_home.mkdir(parents=True, exist_ok=True)
+    (repo.sb.vibe_home / "worktree.toml").write_text("[pool]\nsize = 1\n")
+    repo.ok("pool", "fill")
+
+
 def _nothing(repo: GitRepo) -> None:
     pass
 
@@ -180,6 +189,7 @@ COMMANDS: dict[str, Case] = {
                   _merge_verify),
     "sync": Case(("sync", "feat", "--json"), _sync_prepare, _sync_verify),
     "new --move": Case(("new", "moved", "--move", "--json"), _move_prepare, _move_verify),
+    "new from the pool": Case(("new", "feat", "--json"), _pool_prepare, _new_verify),
     "adopt": Case(("adopt", ".claude/worktrees/feat", "--json"), _adopt_prepare, _adopt_verify),
     "hooks approve": Case(("hooks", "approve", "more"), _approvals_prepare, _approvals_verify),
 }
@@ -237,7 +247,9 @@ def run_on_full_disk(disk: SmallDisk, case: Case, leave: int) -> Run:
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_command_on_a_full_disk_succeeds_or_says_so_and_loses_nothing(
         small_disk: SmallDisk, command: str, leave: int) -> None:
-    run_on_full_disk(small_disk, COMMANDS[command], leave)
+    first = run_on_full_disk(small_disk, COMMANDS[command], leave)
+    if command == "new from the pool" and first.returncode == 0:
+        assert first.json()["pooled"] is True, "the case did not take a pool entry"
 
 
 @pytest.mark.slow
@@ -362,3 +374,17 @@ def test_an_adopt_that_ran_out_of_space_keeps_the_name_free(small_disk: SmallDis
     adopted = failures_until_it_fits(small_disk, repo, COMMANDS["adopt"].args, nothing_taken)
     assert adopted.json()["adopted"][0]["name"] == "feat"
     _adopt_verify(repo)
+
+
+def test_room_a_killed_vwt_set_aside_is_dropped_by_the_next_one(tmp_path: Path) -> None:
+    from vibe_worktree.core.files import SPARE_PREFIX, SpareRoom
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / f"{SPARE_PREFIX}{dead.pid}-0123456789ab"
+    stale.write_bytes(bytes(4096))
+    live = tmp_path / f"{SPARE_PREFIX}{os.getpid()}-ba9876543210"
+    live.write_bytes(b"")
+    with SpareRoom(str(tmp_path), 8192) as room:
+        assert Path(room.path).stat().st_size == 8192
+    assert not stale.exists() and live.exists() and not Path(room.path).exists()

@@ -70,6 +70,7 @@ class SpareRoom:
     right before the undo, and leaving its `with` block frees them too."""
 
     def __init__(self, folder: str, size: int) -> None:
+        drop_stale_spare_room(folder)
         self.path = os.path.join(folder, f"{SPARE_PREFIX}{os.getpid()}-{os.urandom(6).hex()}")
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
@@ -94,3 +95,30 @@ class SpareRoom:
 
     def __exit__(self, *exc: object) -> None:
         self.give_back()
+
+
+def drop_stale_spare_room(folder: str) -> None:
+    """Delete the room a killed vwt held in `folder` (its pid is gone): the next one to set
+    room aside there cleans up after it."""
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(SPARE_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(SPARE_PREFIX):].partition("-")[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        try:
+            os.unlink(os.path.join(folder, name))
+        except FileNotFoundError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
