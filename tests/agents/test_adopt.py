@@ -228,6 +228,13 @@ def test_a_kill_mid_adoption_loses_nothing_and_prune_repairs_it(repo, vwt, step)
 
     killed = vwt("adopt", str(source), env_extra={"VWT_CRASH_AT": step})
     assert killed.code == -9, str(killed)
+    if step != "adopt.recorded":
+        doctor = vwt("doctor", "--json")
+        assert doctor.code == 1
+        problems = doctor.json()["problems"]
+        assert {p["fix"] for p in problems} == {"vwt prune"}
+        [stopped] = [p for p in problems if p["kind"] == "abandoned_reservation"]
+        assert str(source) in stopped["detail"], "doctor says at once what stopped"
     repo.git("worktree", "prune")  # what another session's `vwt rm` runs meanwhile
     vwt.ok("prune")
 

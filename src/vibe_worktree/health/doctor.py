@@ -19,6 +19,7 @@ from ..core import git as g
 from ..core.errors import VwtError
 from ..core.layout import CLAIMS, TRASH, Claim, Root, bucket_name
 from ..core.locks import REMOVING, STARTING, holder_ids, holder_is_live, prune_lock, registry_lock
+from ..lifecycle.adoption import source_of as adopted_from
 from ..lifecycle.worktrees import (
     BROKEN,
     MISSING,
@@ -200,6 +201,10 @@ def _entry_problems(entry: Entry, moved: dict[tuple[str, str], str]) -> list[Pro
             return [Problem(UNFINISHED_CHECKOUT, claim.bucket, claim.name, claim.checkout,
                             f"recorded as ready, but {why}", "vwt prune")]
     if entry.state == RESERVED and record is not None:
+        source = adopted_from(record)
+        if source is not None:  # not busy (see check): prune settles it at once, no grace
+            return [Problem(ABANDONED_RESERVATION, claim.bucket, claim.name, claim.checkout,
+                            f"an adoption of {source} that stopped half way", "vwt prune")]
         try:
             age = time.time() - record.claimed_epoch()
         except ValueError:
