@@ -70,17 +70,9 @@ def mark(home: str, claim: Claim, state: str, agent: str, session: str, host: Ho
     data = {"version": 1, "state": state, "agent": agent, "session": session, "since": since,
             "pid": host.pid, "started": host.started}
     os.makedirs(os.path.dirname(file), exist_ok=True)
-    temp = f"{file}.{os.urandom(6).hex()}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        os.write(fd, json.dumps(data).encode())
-    finally:
-        os.close(fd)
-    try:
-        os.replace(temp, file)
-    except BaseException:
-        os.unlink(temp)
-        raise
+    from ..core.files import write_atomically
+
+    write_atomically(file, json.dumps(data).encode(), durable=False)
 
 
 def clear(home: str, session: str) -> int:

@@ -205,10 +205,9 @@ def refresh(home: str, bucket: str, name: str) -> None:
                 other = pair.b if pair.a == name else pair.a
                 (conflicts if pair.conflicts else overlaps).append(other)
         data = {"checked_at": time.time(), "conflicts": conflicts, "overlaps": overlaps}
-        temp = f"{path}.{os.getpid()}.tmp"
-        with open(temp, "w") as f:
-            json.dump(data, f)
-        os.replace(temp, path)
+        from ..core.files import write_atomically
+
+        write_atomically(path, json.dumps(data).encode(), durable=False)
     finally:
         os.close(lock)
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 
 
-def write_atomically(path: str, payload: bytes, mode: int = 0o600) -> None:
+def write_atomically(path: str, payload: bytes, mode: int = 0o600, durable: bool = True) -> None:
     """Replace `path` with `payload`: a temporary file in the same folder, written in full,
     fsync-ed, renamed over `path`, then the folder fsync-ed. Readers see the old file or the
     new one, never a part; on any failure (a full disk) the temporary file is removed and the
-    old file stays as it was."""
+    old file stays as it was. `durable=False` skips the two fsyncs, for a file rewritten
+    often whose loss in a crash costs nothing (an agent's activity, a cache): still whole."""
     folder = os.path.dirname(path) or "."
     temp = os.path.join(folder, f".{os.path.basename(path)}.{os.urandom(6).hex()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
@@ -19,7 +20,8 @@ def write_atomically(path: str, payload: bytes, mode: int = 0o600) -> None:
             view = memoryview(payload)
             while view:  # a write may take less than it was given
                 view = view[os.write(fd, view):]
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(temp, path)
@@ -29,7 +31,8 @@ def write_atomically(path: str, payload: bytes, mode: int = 0o600) -> None:
         except FileNotFoundError:
             pass
         raise
-    fsync_folder(folder)
+    if durable:
+        fsync_folder(folder)
 
 
 def fsync_folder(folder: str) -> None:

@@ -34,6 +34,7 @@ from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import VwtError
+from ..core.files import write_atomically
 from ..core.layout import Root, bucket_name, ensure_dir, unlink_if_exists
 from ..core.records import parse_timestamp, utc_now, write_json_atomically
 
@@ -322,8 +323,7 @@ def _write_repo_file(root: Root, bucket: str, repo_root: str) -> None:
                 return
     except OSError:
         pass
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(repo_root)
+    write_atomically(path, repo_root.encode("utf-8"), 0o644)
 
 
 def repo_root_of(root: Root, bucket: str) -> str | None:
@@ -675,10 +675,7 @@ def _relink(admin: str, checkout: str) -> None:
     """What `git worktree repair` and `git worktree unlock` do after the folder moved,
     without two git processes: point the admin's `gitdir` file at the new `.git` (written
     atomically, while the lock still keeps `git worktree prune` away), then unlock."""
-    temp = f"{admin}/gitdir.vwt-{os.urandom(4).hex()}"
-    with open(temp, "w", encoding="utf-8") as handle:
-        handle.write(f"{checkout}/.git\n")
-    os.replace(temp, f"{admin}/gitdir")
+    write_atomically(f"{admin}/gitdir", f"{checkout}/.git\n".encode(), 0o644)
     unlink_if_exists(f"{admin}/locked")
 
 
