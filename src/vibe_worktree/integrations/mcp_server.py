@@ -223,9 +223,10 @@ def _tools(session: Session) -> list[tuple[str, Any]]:
             return _result(created.to_json())
         return _call(run)
 
-    def prune(keep: int | None = None, dry_run: bool = False, merged: bool = False) -> Any:
-        return _call(lambda: _result(
-            session.worktrees(None).prune(keep=keep, dry_run=dry_run, merged=merged).to_json()))
+    def prune(keep: int | None = None, dry_run: bool = False, merged: bool = False,
+              max_size: str | None = None) -> Any:
+        return _call(lambda: _result(session.worktrees(None).prune(
+            keep=keep, dry_run=dry_run, merged=merged, max_size=max_size).to_json()))
 
     def merge(name: str, into: str | None = None, mode: str = "squash",
               message: str | None = None, commit: bool = False, keep: bool = False,
@@ -317,8 +318,10 @@ DESCRIPTIONS = {
         "Retention across all repositories: snapshot-then-remove the oldest unheld worktrees "
         "beyond `keep` (default: VIBE_WORKTREE_LIMIT, config.toml worktree_limit, or 15). "
         "Use `dry_run: true` to see the plan first; `merged: true` also removes every clean "
-        "unheld worktree whose commits are already in its target branch. Returns {removed "
-        "(each with its reason), kept, reservations_discarded, stale_holders_removed}."
+        "unheld worktree whose commits are already in its target branch; `max_size` (\"20G\", "
+        "\"500M\") then removes warm pool entries and the oldest unheld worktrees, snapshotted "
+        "first, until all of them take at most that. Returns {removed (each with its reason), "
+        "kept, reservations_discarded, stale_holders_removed, pool_removed, freed_bytes}."
     ),
     "merge": (
         "Land worktree NAME's commits on the target branch (`into`, default main or the "
