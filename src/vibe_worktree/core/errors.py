@@ -69,7 +69,8 @@ class DiskFull(VwtError):
 _DISK_FULL_WORDS = ("no space left on device", "disk quota exceeded", "out of diskspace",
                     "unable to write file", "write error", "short write", "couldn't write",
                     "unable to write new index file", "unable to write loose object")
-_OTHER_CAUSES = ("permission denied", "read-only file system", "broken pipe")
+_OTHER_CAUSES = ("permission denied", "read-only file system", "broken pipe",
+                 "input/output error", "operation not permitted")
 
 
 def says_disk_full(text: str) -> bool:
