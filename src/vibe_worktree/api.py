@@ -357,7 +357,7 @@ class Worktrees:
         if carry or move:
             from .lifecycle import carry as _carry
 
-            plan = _carry.prepare(self.cwd, name, branch, from_ref)
+            plan = _carry.prepare(self.cwd, name, branch, from_ref, self._made_before(name))
             from_ref, dirs = plan.start, ()
         if name is None and branch is not None:
             raise VwtError("--branch needs a NAME; an automatic name has its own vibe/ branch", 2)
@@ -407,6 +407,13 @@ class Worktrees:
             pool.spawn_refill(self.root.home, created.repo_root, created.bucket)
         except VwtError as exc:
             self.warn(f"the pool was not refilled: {exc.message}")
+
+    def _made_before(self, name: str | None) -> bool:
+        """NAME is a ready worktree already (a `--move` killed after making it)."""
+        from .lifecycle.worktrees import READY, load_entry
+
+        entry = load_entry(self.repo.claim(name)) if name else None
+        return entry is not None and entry.state == READY
 
     def restore(self, name: str, *, hooks: bool = True, ask: Ask | None = None) -> Created:
         from .lifecycle import create as _create

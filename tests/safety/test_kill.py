@@ -17,6 +17,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -265,3 +266,330 @@ def test_prune_never_removes_an_index_lock_it_did_not_take(repo: GitRepo) -> Non
     admin_lock.write_text("")
     repo.ok("prune", "--json")
     assert lock.exists() and admin_lock.exists()
+
+
+# --------------------------------------- what the campaign found, each proven on its own
+def test_half_copied_included_folder_is_finished_by_prune(repo: GitRepo) -> None:
+    """A creation killed while copying the `.worktreeinclude` folder: git finished the
+    checkout, so prune adopts it, and finishes the copy (a file cut short is copied again;
+    a copy ends by setting the source's mtime, so a size or mtime that differs tells)."""
+    _write(repo.path, {".gitignore": "node_modules/\n", ".worktreeinclude": "node_modules/\n"})
+    repo.commit("ignore node_modules")
+    _write(repo.path, INCLUDED)
+    repo.vwt("new", "feat", crash_at="new.added")  # before the copy
+    checkout = repo.checkout("feat")
+    some = dict(list(INCLUDED.items())[:50])
+    _write(checkout, some)  # what the killed copy had done...
+    for rel in some:
+        source = (repo.path / rel).stat()
+        os.utime(checkout / rel, ns=(source.st_atime_ns, source.st_mtime_ns))
+    cut = checkout / next(iter(some))
+    cut.write_text("mod")  # ...and the file it was writing when killed
+    repo.age_records(30)
+    repo.ok("prune")
+    assert _has(checkout, INCLUDED), "the included folder is not whole"
+    assert repo.record("feat")["base_commit"] is not None
+    doctor_healthy(repo)
+
+
+def test_prune_removes_an_empty_folder_a_killed_creation_left(repo: GitRepo) -> None:
+    """Killed between taking the name (its folder) and writing the record: prune `rmdir`s
+    the empty folder no claim names; a folder with anything in it is never touched."""
+    vwt_json(repo, "new", "feat")
+    empty = repo.checkout("left-empty")
+    empty.mkdir()
+    full = repo.checkout("not-ours")
+    full.mkdir()
+    (full / "file.txt").write_text("someone's\n")
+    repo.ok("prune")
+    assert not empty.exists()
+    assert (full / "file.txt").read_text() == "someone's\n"
+
+
+# ======================================================================= the kill campaign
+# Each scenario builds a fresh repository with the user's work in it, runs one command in a
+# process group of its own and SIGKILLs the group at a moment drawn (seeded) from 0 to the
+# command's measured duration, so kills land in vwt's Python and inside its git commands.
+# Then: records aged past the grace period, `vwt prune` repairs, `vwt doctor` is healthy,
+# nothing the user wrote is lost, and the command run again succeeds (or says it is done).
+SEED = int(os.environ.get("VWT_KILL_SEED", "0")) or int.from_bytes(os.urandom(3), "big")
+QUICK_MOMENTS = 1  # per command in the default run
+SWEEP_MOMENTS = 5  # per command in the slow sweep
+DIRTY = {"README.md": "# demo\nedited by the user\n", "work/untracked.txt": "untracked work\n",
+         "staged.txt": "staged, never committed\n"}
+INCLUDED = {f"node_modules/pkg{i // 40}/f{i}.js": f"module {i}\n" * 20 for i in range(400)}
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+def _has(root: Path, files: dict[str, str]) -> bool:
+    return all((root / rel).is_file() and (root / rel).read_text() == text
+               for rel, text in files.items())
+
+
+def _dirty(repo: GitRepo, checkout: Path) -> None:
+    _write(checkout, DIRTY)
+    repo.git("add", "staged.txt", cwd=checkout)
+
+
+def _in_checkout_or_restorable(repo: GitRepo, name: str, files: dict[str, str]) -> str | None:
+    checkout = repo.checkout(name)
+    if repo.record_path(name).exists() and _has(checkout, files):
+        return None
+    if not repo.recovery_path(name).exists():
+        return f"{name}: the work is neither in its checkout nor restorable"
+    restored = repo.vwt("restore", name, "--json")
+    if restored.returncode != 0 or not _has(checkout, files):
+        return f"{name}: restore did not bring the work back:\n{restored}"
+    return None
+
+
+class Scenario:
+    """One command under the kill: `prepare` makes the world, `args` is the command,
+    `lost` says what of the user's work is gone (None: nothing), `again_ok` judges the
+    command run again."""
+
+    name = ""
+    args: tuple[str, ...] = ()
+
+    def prepare(self, repo: GitRepo) -> None:
+        pass
+
+    def lost(self, repo: GitRepo) -> str | None:
+        return None
+
+    def again_ok(self, repo: GitRepo, run: object) -> bool:
+        return getattr(run, "returncode", 1) == 0
+
+
+class New(Scenario):
+    name, args = "new", ("new", "feat")
+
+    def prepare(self, repo: GitRepo) -> None:
+        _write(repo.path, {".gitignore": "node_modules/\n", ".worktreeinclude": "node_modules/\n"})
+        repo.commit("ignore node_modules")
+        _write(repo.path, INCLUDED)
+
+    def lost(self, repo: GitRepo) -> str | None:
+        return None if _has(repo.path, INCLUDED) else "the main checkout's files changed"
+
+    def again_ok(self, repo: GitRepo, run: object) -> bool:
+        checkout = repo.checkout("feat")
+        return (getattr(run, "returncode", 1) == 0 and _has(checkout, INCLUDED)  # copied whole
+                and repo.git("status", "--porcelain", cwd=checkout) == "")
+
+
+class NewSparse(New):
+    name, args = "new --sparse", ("new", "feat", "--sparse", "src")
+
+    def again_ok(self, repo: GitRepo, run: object) -> bool:
+        checkout = repo.checkout("feat")
+        return (getattr(run, "returncode", 1) == 0 and (checkout / "src" / "app.py").is_file()
+                and not (checkout / "notes").exists()
+                and repo.git("status", "--porcelain", cwd=checkout) == "")
+
+
+class NewMove(Scenario):
+    name, args = "new --move", ("new", "feat", "--move")
+    MOVED: ClassVar[dict[str, str]] = {"README.md": "# demo\nmoved work\n",
+                                       "fresh.txt": "a new file\n"}
+
+    def prepare(self, repo: GitRepo) -> None:
+        _write(repo.path, self.MOVED)
+
+    def lost(self, repo: GitRepo) -> str | None:
+        carried = "refs/vibe/carried/feat"
+        if _has(repo.path, self.MOVED) or _has(repo.checkout("feat"), self.MOVED):
+            return None
+        if repo.ref_exists(carried) and all(
+                repo.git("show", f"{carried}:{rel}") == text.rstrip("\n")
+                for rel, text in self.MOVED.items()):
+            return None
+        return "the moved work is in neither checkout nor in refs/vibe/carried/feat"
+
+    def again_ok(self, repo: GitRepo, run: object) -> bool:
+        return (getattr(run, "returncode", 1) == 0 and self.lost(repo) is None
+                and _has(repo.checkout("feat"), self.MOVED)
+                and repo.git("status", "--porcelain") == "")  # moved out of the source
+
+
+class Restore(Scenario):
+    name, args = "restore", ("restore", "feat")
+
+    def prepare(self, repo: GitRepo) -> None:
+        checkout = Path(repo.ok("new", "feat", "--json").json()["path"])
+        _write(checkout, INCLUDED)  # a bigger snapshot: more time inside git
+        _dirty(repo, checkout)
+        repo.ok("rm", "feat", "-y")
+
+    def lost(self, repo: GitRepo) -> str | None:
+        return _in_checkout_or_restorable(repo, "feat", {**DIRTY, **INCLUDED})
+
+    def again_ok(self, repo: GitRepo, run: object) -> bool:
+        return _has(repo.checkout("feat"), DIRTY)  # restored now, or by `lost` already
+
+
+class Snapshot(Scenario):
+    name, args = "snapshot", ("snapshot", "feat")
+
+    def prepare(self, repo: GitRepo) -> None:
+        checkout = Path(repo.ok("new", "feat", "--json").json()["path"])
+        _write(checkout, INCLUDED)
+        _dirty(repo, checkout)
+
+    def lost(self, repo: GitRepo) -> str | None:
+        return _in_checkout_or_restorable(repo, "feat", {**DIRTY, **INCLUDED})
+
+
+class Remove(Snapshot):
+    name, args = "rm -y", ("rm", "feat", "-y")
+
+    def again_ok(self, repo: GitRepo, run: object) -> bool:
+        return getattr(run, "returncode", 1) in (0, 1)  # 1: nothing left to remove
+
+
+class Prune(Scenario):
+    name, args = "prune", ("prune", "--keep", "0")
+    NAMES = ("p0", "p1", "p2")
+
+    def prepare(self, repo: GitRepo) -> None:
+        for name in self.NAMES:
+            checkout = Path(repo.ok("new", name, "--json").json()["path"])
+            _write(checkout, {f"work-{name}.txt": f"{name}'s work\n", **DIRTY})
+
+    def lost(self, repo: GitRepo) -> str | None:
+        for name in self.NAMES:
+            problem = _in_checkout_or_restorable(
+                repo, name, {f"work-{name}.txt": f"{name}'s work\n", **DIRTY})
+            if problem:
+                return problem
+        return None
+
+
+class Merge(Scenario):
+    name, args = "merge", ("merge", "feat")
+    LANDED: ClassVar[dict[str, str]] = {"landed.txt": "landed work\n",
+                                        "src/app.py": "print('merged')\n"}
+
+    def prepare(self, repo: GitRepo) -> None:
+        checkout = Path(repo.ok("new", "feat", "--json").json()["path"])
+        repo.commit("work", {**self.LANDED, **INCLUDED}, cwd=checkout)
+
+    def lost(self, repo: GitRepo) -> str | None:
+        if repo.git("status", "--porcelain") != "":  # the user's main checkout
+            return "the main checkout is not clean: " + repo.git("status", "--porcelain")[:300]
+        if repo.git("show", "main:landed.txt", check=False) == "landed work":
+            return None if _has(repo.path, self.LANDED) else "main's checkout lags main"
+        if repo.record_path("feat").exists() and _has(repo.checkout("feat"), self.LANDED):
+            return None
+        return _in_checkout_or_restorable(repo, "feat", self.LANDED)
+
+    def again_ok(self, repo: GitRepo, run: object) -> bool:
+        return ((getattr(run, "returncode", 1) in (0, 1)
+                 and repo.git("show", "main:landed.txt", check=False) == "landed work")
+                or repo.recovery_path("feat").exists())
+
+
+class Sync(Scenario):
+    name, args = "sync", ("sync", "feat")
+    WORK: ClassVar[dict[str, str]] = {"feature.txt": "the worktree's commit\n"}
+
+    def prepare(self, repo: GitRepo) -> None:
+        checkout = Path(repo.ok("new", "feat", "--json").json()["path"])
+        repo.commit("work", {**self.WORK, **INCLUDED}, cwd=checkout)
+        repo.commit("main moves on", {"upstream.txt": "upstream\n"})
+
+    def lost(self, repo: GitRepo) -> str | None:
+        checkout = repo.checkout("feat")
+        if repo.git("show", "feat:feature.txt", check=False) != "the worktree's commit":
+            return "the worktree's commit is gone from its branch"
+        if not (checkout / "feature.txt").is_file():
+            return "feature.txt is gone from the checkout"
+        return None
+
+    def again_ok(self, repo: GitRepo, run: object) -> bool:
+        checkout = repo.checkout("feat")
+        return (getattr(run, "returncode", 1) == 0
+                and repo.git("status", "--porcelain", cwd=checkout) == ""
+                and repo.git("merge-base", "--is-ancestor", "main", "feat", check=False) == "")
+
+
+SCENARIOS = [New(), NewSparse(), NewMove(), Restore(), Snapshot(), Remove(), Prune(), Merge(),
+             Sync()]
+_DURATIONS: dict[str, float] = {}
+
+
+def _sandbox_repo(where: Path, scenario: Scenario) -> GitRepo:
+    from .conftest import Sandbox
+
+    where.mkdir()
+    repo = Sandbox(where).make_repo()
+    scenario.prepare(repo)
+    return repo
+
+
+def _measured(scenario: Scenario, tmp: Path) -> float:
+    """How long the command takes here (unkilled), measured once per process."""
+    if scenario.name not in _DURATIONS:
+        repo = _sandbox_repo(tmp / "measure", scenario)
+        begin = time.monotonic()
+        proc = start(repo, *scenario.args)
+        proc.communicate(timeout=120)
+        _DURATIONS[scenario.name] = time.monotonic() - begin
+    return _DURATIONS[scenario.name]
+
+
+def kill_at(repo: GitRepo, scenario: Scenario, moment: float) -> bool:
+    """Run the command and SIGKILL its group `moment` seconds in; False when it had
+    finished before the kill."""
+    proc = start(repo, *scenario.args)
+    time.sleep(moment)
+    finished = proc.poll() is not None
+    kill_group(proc)
+    return not finished
+
+
+def check_after_kill(repo: GitRepo, scenario: Scenario, label: str) -> None:
+    repo.age_records(30)  # past the grace period every abandoned reservation has
+    pruned = repo.vwt("prune", "--json")
+    assert pruned.returncode == 0, f"{label}: prune failed\n{pruned}"
+    doctor = repo.vwt("doctor", "--json")
+    assert doctor.returncode == 0, f"{label}: doctor after prune\n{doctor}"
+    lost = scenario.lost(repo)
+    assert lost is None, f"{label}: {lost}"
+    again = repo.vwt(*scenario.args, "--json")
+    assert scenario.again_ok(repo, again), f"{label}: the command run again\n{again}"
+    doctor = repo.vwt("doctor", "--json")
+    assert doctor.returncode == 0, f"{label}: doctor after the command ran again\n{doctor}"
+    assert scenario.lost(repo) is None, f"{label}: lost after the rerun: {scenario.lost(repo)}"
+
+
+def _campaign(tmp_path: Path, scenario: Scenario, moments: int) -> None:
+    import random
+
+    duration = _measured(scenario, tmp_path)
+    rng = random.Random(f"{SEED}-{scenario.name}")
+    chosen = sorted(rng.uniform(0, duration * 1.05) for _ in range(moments))
+    print(f"\nkill campaign: seed={SEED} command={scenario.name!r} "
+          f"duration={duration:.3f}s moments={[round(m, 3) for m in chosen]}")
+    for i, moment in enumerate(chosen):
+        repo = _sandbox_repo(tmp_path / f"kill-{i}", scenario)
+        inside = kill_at(repo, scenario, moment)
+        label = (f"seed={SEED} {scenario.name!r} killed at {moment:.3f}s"
+                 f"{'' if inside else ' (had finished)'}")
+        check_after_kill(repo, scenario, label)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+def test_kill_at_a_random_moment(tmp_path: Path, scenario: Scenario) -> None:
+    _campaign(tmp_path, scenario, QUICK_MOMENTS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+def test_kill_sweep(tmp_path: Path, scenario: Scenario) -> None:
+    _campaign(tmp_path, scenario, SWEEP_MOMENTS)

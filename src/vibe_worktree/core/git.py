@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterable, Sequence
-from contextlib import suppress
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from functools import cache
 from typing import NamedTuple
 
@@ -1048,42 +1048,67 @@ def move_checkout_check(git: Git, old: str, new: str) -> str | None:
 
 def move_checkout(git: Git, old: str, new: str) -> str | None:
     """Two-tree merge of index and files from `old` to `new`, keeping unrelated local
-    changes; the error line, or None. git writes a private copy of the index, which then
-    replaces it, so a kill never leaves `index.lock` behind (see `index_files`)."""
-    from .index_files import MOVE, IndexBusy, locked_index
+    changes; the error line, or None (see `checkout_move`)."""
+    from .index_files import IndexBusy
 
-    index = index_path(git)
     try:
-        with locked_index(index, f"{MOVE} {old} {new}") as copy:
-            env = {"GIT_INDEX_FILE": copy}
-            git.run("update-index", "-q", "--refresh", env=env, check=False)
-            problem = _checkout_problem(git, git.run("read-tree", "-m", "-u", old, new,
-                                                     env=env, check=False))
+        with checkout_move(git, old, new) as move:
+            problem = move.run()
             if problem:
-                raise _NotMoved(problem)
-    except IndexBusy:
-        return f"another git process holds {index}.lock"
-    except _NotMoved as stop:
+                raise NotMoved(problem)
+    except IndexBusy as busy:
+        return f"another git process holds {busy}"
+    except NotMoved as stop:
         return stop.problem
     return None
 
 
-class _NotMoved(Exception):
+class CheckoutMove(NamedTuple):
+    git: Git
+    old: str
+    new: str
+    index_copy: str
+
+    def run(self) -> str | None:
+        """Move the files, and the private copy of the index, from `old` to `new`; git's
+        reason when it cannot (local changes in the way), or None."""
+        env = {"GIT_INDEX_FILE": self.index_copy}
+        self.git.run("update-index", "-q", "--refresh", env=env, check=False)
+        return _checkout_problem(self.git, self.git.run("read-tree", "-m", "-u", self.old,
+                                                        self.new, env=env, check=False))
+
+
+@contextmanager
+def checkout_move(git: Git, old: str, new: str) -> Iterator[CheckoutMove]:
+    """Hold git's lock on the checkout's index for a move from `old` to `new`, from before
+    its branch moves until its files have: git writes a private copy of the index, which
+    replaces the index when the block ends without an exception. A kill leaves a lock that
+    the next `vwt merge` or `vwt prune` recognises as a dead vwt's and whose move it
+    finishes (`index_files.repair_repo`). IndexBusy: another git holds the lock."""
+    from .index_files import MOVE, locked_index
+
+    with locked_index(index_path(git), f"{MOVE} {old} {new}") as copy:
+        yield CheckoutMove(git, old, new, copy)
+
+
+class NotMoved(Exception):
+    """A checkout move stopped before its index was replaced; `problem` says why."""
+
     def __init__(self, problem: str) -> None:
         super().__init__(problem)
         self.problem = problem
-
-
-def index_matches(git: Git, tree: str) -> bool:
-    """The checkout's index holds exactly `tree` (stat data aside)."""
-    return git.run("diff-index", "--cached", "--quiet", tree, "--", check=False,
-                   env={"GIT_OPTIONAL_LOCKS": "0"}).returncode == 0
 
 
 def index_path(git: Git) -> str:
     """The absolute path of the index of the checkout `git` runs in."""
     path = git.out("rev-parse", "--path-format=absolute", "--git-path", "index").strip()
     return path
+
+
+def index_matches(git: Git, tree: str) -> bool:
+    """The checkout's index holds exactly `tree` (stat data aside)."""
+    return git.run("diff-index", "--cached", "--quiet", tree, "--", check=False,
+                   env={"GIT_OPTIONAL_LOCKS": "0"}).returncode == 0
 
 
 def _checkout_problem(git: Git, result: Finished) -> str | None:

@@ -154,7 +154,12 @@ def _finish_move(where: str, old: str, new: str) -> str:
 
     drivers, _per_worktree = g.repo_filter_drivers(g.Git(where))
     git = g.Git(where, neutralised_filters=drivers)
-    if g.rev_parse(git, "HEAD") != new or not g.index_matches(git, old):
+    head = g.rev_parse(git, "HEAD")
+    if head == old and g.index_matches(git, old):
+        return f"{where} was not moved (its branch had not moved yet)"
+    if head == new and g.index_matches(git, new):
+        return f"{where} had finished moving to {new[:12]}"
+    if head != new or not g.index_matches(git, old):
         return f"{where} was changed since; left as it is"
     left = g.undo_checkout_move(git, old, new)
     problem = g.move_checkout(git, old, new)

@@ -24,7 +24,7 @@ from ..core.errors import (
 )
 from ..core.faults import checkpoint
 from ..core.files import SpareRoom
-from ..core.index_files import repair_repo
+from ..core.index_files import IndexBusy, repair_repo
 from ..core.integration import Tips, check, read_tips
 from ..core.layout import Claim
 from ..core.locks import acquire_holder, landing_lock, new_holder_id
@@ -330,12 +330,33 @@ def _update_target(target: Target, tips: Tips, old: str, new: str,
         if disk_is_full(exc):
             raise DiskFull(f"moving {where}") from None
         raise
-    with room:
-        if not g.compare_and_swap(repo_git, tips.target.ref, new, old, f"vwt merge {name}"):
+    try:
+        with room:
+            _move_target_and_checkout(checkout_git, repo_git, tips, old, new, name, room,
+                                      where or "")
+    except IndexBusy as busy:
+        return TARGET_DIRTY, (f"another git process holds {busy} (in {where}); nothing "
+                              f"changed (run vwt merge {name} again when it is done)")
+    except g.NotMoved as stop:
+        if stop.problem == TARGET_MOVED:
             return _target_moved(branch, name)
+        return TARGET_DIRTY, (f"{branch} is checked out at {where} with local changes the "
+                              f"merge would overwrite ({stop.problem}); nothing changed")
+    checkpoint("merge.checkout_moved")
+    return None
+
+
+def _move_target_and_checkout(checkout_git: g.Git, repo_git: g.Git, tips: Tips, old: str,
+                              new: str, name: str, room: SpareRoom, where: str) -> None:
+    """Compare-and-swap T, then move its checkout, all under the checkout's index lock (so
+    a kill anywhere in between is finished by the next merge or prune). NotMoved (T put
+    back when it had moved): nothing changed."""
+    with g.checkout_move(checkout_git, old, new) as move:
+        if not g.compare_and_swap(repo_git, tips.target.ref, new, old, f"vwt merge {name}"):
+            raise g.NotMoved(TARGET_MOVED)
         checkpoint("merge.target_updated")
         try:
-            problem = g.move_checkout(checkout_git, old, new)
+            problem = move.run()
         except (VwtError, OSError) as exc:  # the disk filled up: files back first, then T
             room.give_back()
             g.undo_checkout_move(checkout_git, old, new)
@@ -345,10 +366,7 @@ def _update_target(target: Target, tips: Tips, old: str, new: str,
             raise
         if problem:  # its files changed since the check: put T back, as if never moved
             g.compare_and_swap(repo_git, tips.target.ref, old, new, f"vwt merge {name}: undo")
-            return TARGET_DIRTY, (f"{branch} is checked out at {where} with local changes the "
-                                  f"merge would overwrite ({problem}); nothing changed")
-    checkpoint("merge.checkout_moved")
-    return None
+            raise g.NotMoved(problem)
 
 
 def _finish(target: Target, inspection: Inspection, result: MergeResult, ref: str | None,

@@ -240,11 +240,14 @@ def _conflict(stderr: str) -> str:
     return g.first_line(stderr)
 
 
-def prepare(cwd: str, name: str | None, branch: str | None, from_ref: str | None) -> Plan:
-    """Everything checked before the reservation: the work, the branch, the start point."""
+def prepare(cwd: str, name: str | None, branch: str | None, from_ref: str | None,
+            made_before: bool = False) -> Plan:
+    """Everything checked before the reservation: the work, the branch, the start point.
+    `made_before`: NAME is already a worktree on that branch (a run killed after making
+    it); `finish` then carries on only if it holds exactly this work."""
     source = open_source(cwd)
     wanted = branch or name
-    if wanted and g.branch_tip(source.git, wanted) is not None:
+    if wanted and not made_before and g.branch_tip(source.git, wanted) is not None:
         raise VwtError(f"branch {wanted} already exists; --carry and --move start a new branch "
                        "(pick another NAME or -b BRANCH)")
     start = None
@@ -261,10 +264,12 @@ def finish(chosen: Plan, created: Created, move: bool, warn: Warn,
            filling: Filling | None = None) -> Created:
     """After the new worktree holds the work: with `move`, take it out of the source (in
     the room `filling` kept for it)."""
-    if not created.created:  # another process made NAME between our check and our add
-        raise VwtError(f"{created.name} was created by another process meanwhile; nothing "
-                       "carried (the source is untouched)")
     captured = chosen.captured
+    if not created.created and captured.files and not _holds(created.path, chosen.work_tree):
+        raise VwtError(f"{created.name} exists already and does not hold this work; nothing "
+                       "carried (the source is untouched)")
+    if move and not created.created and captured.files:  # a killed run made it: finish it
+        save(captured, created.name)
     if not captured.files:
         warn(f"nothing to carry: {captured.source.checkout.path} has no uncommitted changes")
         return created._replace(carried=Carried((), move, None))
@@ -280,6 +285,14 @@ def finish(chosen: Plan, created: Created, move: bool, warn: Warn,
              f"they were carried: {', '.join(left[:5])}{' ...' if len(left) > 5 else ''} "
              f"(the carried version is in {ref})")
     return created._replace(carried=Carried(captured.files, True, ref, tuple(left)))
+
+
+def _holds(checkout: str, work_tree: str) -> bool:
+    """The checkout's full state (as a snapshot stages it) is exactly `work_tree`."""
+    try:
+        return _work_tree(open_source(checkout)) == work_tree
+    except VwtError:
+        return False
 
 
 def save(captured: Captured, name: str) -> str:

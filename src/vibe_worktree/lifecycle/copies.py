@@ -98,10 +98,12 @@ def _copy_symlink(method: Method, name: str, src_dir: int, dst_dir: int) -> bool
     return True
 
 
-def copy_one(method: Method, name: str, src_dir: int, dst_dir: int) -> bool:
+def copy_one(method: Method, name: str, src_dir: int, dst_dir: int, repair: bool = False) -> bool:
     """Copy one file or symlink between two open folders; False when there is nothing to
     copy or the destination already has something there. (Relative to folder descriptors,
-    as cp does: the kernel resolves one name, not the whole path, for each file.)"""
+    as cp does: the kernel resolves one name, not the whole path, for each file.)
+    `repair`: a destination file whose size or mtime differs from the source's is a copy a
+    kill cut short (a copy ends by setting the mtime): it is copied again."""
     try:
         src = os.open(name, _OPEN_SOURCE, dir_fd=src_dir)
     except FileNotFoundError:
@@ -121,7 +123,10 @@ def copy_one(method: Method, name: str, src_dir: int, dst_dir: int) -> bool:
         try:
             dst = os.open(name, _OPEN_DEST, mode | 0o600, dir_fd=dst_dir)
         except FileExistsError:
-            return False
+            if not (repair and _cut_short(name, dst_dir, info)):
+                return False
+            os.unlink(name, dir_fd=dst_dir)
+            dst = os.open(name, _OPEN_DEST, mode | 0o600, dir_fd=dst_dir)
         try:
             if info.st_size and not _clone(method, src, dst) \
                     and not _copy_range(method, src, dst, info.st_size):
@@ -136,11 +141,20 @@ def copy_one(method: Method, name: str, src_dir: int, dst_dir: int) -> bool:
     return True
 
 
+def _cut_short(name: str, dst_dir: int, source: os.stat_result) -> bool:
+    try:
+        there = os.stat(name, dir_fd=dst_dir, follow_symlinks=False)
+    except OSError:
+        return False
+    return stat.S_ISREG(there.st_mode) and (there.st_size, there.st_mtime_ns) != (
+        source.st_size, source.st_mtime_ns)
+
+
 _OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _copy_folder(method: Method, source_root: str, dest_root: str, rel_dir: str,
-                 names: Sequence[str], warn: Warn) -> list[str]:
+                 names: Sequence[str], warn: Warn, repair: bool = False) -> list[str]:
     """Copy `names` of one folder (whose folders on the way were checked)."""
     prefix = f"{rel_dir}/" if rel_dir else ""
     done: list[str] = []
@@ -158,7 +172,7 @@ def _copy_folder(method: Method, source_root: str, dest_root: str, rel_dir: str,
     try:
         for name in names:
             try:
-                if copy_one(method, name, src_dir, dst_dir):
+                if copy_one(method, name, src_dir, dst_dir, repair):
                     done.append(prefix + name)
             except OSError as exc:
                 warn(f"could not copy {prefix}{name} into the worktree: {exc.strerror or exc}")
@@ -249,9 +263,9 @@ def walk(root: str, rel_dir: str) -> list[str]:
 
 
 def copy_files(source_root: str, dest_root: str, rels: Sequence[str], warn: Warn,
-               workers: int = WORKERS) -> CopyResult:
+               workers: int = WORKERS, repair: bool = False) -> CopyResult:
     """Copy `rels` (relative paths of files and symlinks; of folders when they end in
-    `/`) from one tree into another."""
+    `/`) from one tree into another; `repair`: also copies cut short (see `copy_one`)."""
     folders = _Folders(source_root, dest_root)
     wanted = []
     for rel in rels:
@@ -272,7 +286,7 @@ def copy_files(source_root: str, dest_root: str, rels: Sequence[str], warn: Warn
              for i in range(0, len(names), CHUNK)]
 
     def copy_task(task: tuple[str, list[str]]) -> list[str]:
-        return _copy_folder(method, source_root, dest_root, task[0], task[1], warn)
+        return _copy_folder(method, source_root, dest_root, task[0], task[1], warn, repair)
 
     if len(tasks) <= 1 or workers <= 1:
         results = [copy_task(t) for t in tasks]

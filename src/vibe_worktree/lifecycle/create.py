@@ -460,12 +460,18 @@ def _resume_reservation(repo: Repo, claim: Claim, record: Record
         if not is_empty_dir(claim.checkout):
             checkout = validate_for_reuse(claim, record, repo.info.common_dir)
             if unfinished(checkout, creator_gone=True) is None and not is_clean(checkout):
+                from .include import copy_included_files  # the step a kill may have cut short
+
+                copy_included_files(repo.info.repo_root, claim.checkout, repo.root.home,
+                                    repair=True)
                 final = record.with_base(g.head_commit(checkout.git))
                 write_record(claim.record_path, final)
                 starting.release()
                 return _created(repo, final, False)
             tear_down(claim, checkout)
             branch_ours = record.branch_created  # git made it: it did not exist when reserved
+        elif record.branch_created:  # a killed `git worktree add -b` may have made it
+            branch_ours = g.branch_tip(repo.git, record.branch) is not None
         if not os.path.isdir(claim.checkout):
             os.mkdir(claim.checkout)
     except BaseException:

@@ -88,11 +88,11 @@ def _ignored_by_repo(git: Git, paths: list[str]) -> set[str]:
 
 
 def copy_included_files(repo_root: str, checkout: str, home: str,
-                        warn: Warn = _ignore_warnings) -> list[str]:
+                        warn: Warn = _ignore_warnings, repair: bool = False) -> list[str]:
     """Copy the included files into `checkout`; return their relative paths, sorted.
 
     Never fails a creation: a file that cannot be copied is reported through
-    `warn` and skipped.
+    `warn` and skipped. `repair`: finish a copy a killed creation left half done.
     """
     try:
         patterns = patterns_for(repo_root, home)
@@ -107,5 +107,5 @@ def copy_included_files(repo_root: str, checkout: str, home: str,
     paths = []
     for rel in sorted(wanted):
         paths += walk(repo_root, rel.rstrip("/")) if rel.endswith("/") else [rel]
-    return [p for p in copy_files(repo_root, checkout, paths, warn).copied
+    return [p for p in copy_files(repo_root, checkout, paths, warn, repair=repair).copied
             if not p.endswith("/")]

@@ -13,10 +13,11 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
+from ..core import git as g
 from ..core.errors import DiskFull, HeldError, InvalidName, VwtError
 from ..core.faults import checkpoint
 from ..core.git import commit_of, head_commit, map_parallel, update_refs
-from ..core.layout import Root, is_empty_dir, unlink_if_exists
+from ..core.layout import Root, is_empty_dir, rmdir_if_empty, unlink_if_exists
 from ..core.locks import (
     STARTING,
     Holder,
@@ -253,8 +254,28 @@ def _tidy(root: Root, dry_run: bool, result: PruneResult, warn: Warn) -> list[En
         result.trash_deleted = len(trash_leftovers(root))
     else:
         _release_dead_index_locks(found, warn)
+        _drop_empty_unclaimed_folders(root, found)
         found = entries(root, root.buckets())  # settling changed some of them
     return found
+
+
+def _drop_empty_unclaimed_folders(root: Root, found: list[Entry]) -> None:
+    """`rmdir` the empty checkout folders no claim names: a creation killed between taking
+    the name (`mkdir`, under the `.prune` lock we hold) and writing its record."""
+    claimed = {(entry.claim.bucket, entry.name) for entry in found}
+    try:
+        buckets = [b for b in os.listdir(root.path) if not b.startswith(".")]
+    except OSError:
+        return
+    for bucket in buckets:
+        try:
+            names = os.listdir(os.path.join(root.path, bucket))
+        except OSError:
+            continue
+        for name in names:
+            if (bucket, name) not in claimed and not os.path.lexists(
+                    root.claim(bucket, name).folder):
+                rmdir_if_empty(root.claim(bucket, name).checkout)
 
 
 def _release_dead_index_locks(found: list[Entry], warn: Warn) -> None:
@@ -321,6 +342,8 @@ def _settle_reservations(found: list[Entry], dry_run: bool, result: PruneResult,
                     adoption.release_source(claim, entry.record)
                 if os.path.isdir(claim.checkout) and not os.path.islink(claim.checkout):
                     os.rmdir(claim.checkout)
+                if not adopted:
+                    _drop_branch_of_killed_add(entry)
                 drop_record_and_folders(claim)
                 tidy_claim_folders(claim)
             result.reservations_discarded.append(_label(entry))
@@ -336,6 +359,18 @@ def _settle_reservations(found: list[Entry], dry_run: bool, result: PruneResult,
             _settle_interrupted_creation(entry, now, dry_run, result, warn)
 
 
+def _drop_branch_of_killed_add(entry: Entry) -> None:
+    """A creation killed inside `git worktree add -b` after git made the branch but before
+    the checkout: the branch goes with the reservation when nothing could be lost."""
+    assert entry.record is not None
+    if not entry.record.branch_created:
+        return
+    try:
+        drop_created_branch(repo_git_for(entry.claim, entry.record, None), entry.record.branch)
+    except VwtError:
+        pass
+
+
 def _settle_interrupted_creation(entry: Entry, now: float, dry_run: bool, result: PruneResult,
                                  warn: Warn) -> None:
     """A dead creator's checkout: adopted when git finished it (Vibe's creations have no
@@ -347,6 +382,10 @@ def _settle_interrupted_creation(entry: Entry, now: float, dry_run: bool, result
         checkout = validate_for_reuse(claim, entry.record, "")
         if unfinished(checkout, creator_gone=True) is None:
             if not dry_run:
+                from .include import copy_included_files  # the step a kill may have cut short
+
+                copy_included_files(entry.record.repo_root, claim.checkout, claim.root.home,
+                                    warn, repair=True)
                 write_record(claim.record_path,
                              entry.record.with_base(head_commit(checkout.git)))
                 warn(f"{claim.name}: finished an interrupted creation")
@@ -356,7 +395,7 @@ def _settle_interrupted_creation(entry: Entry, now: float, dry_run: bool, result
         if not dry_run:
             tear_down(claim, checkout)
             if entry.record.branch_created:
-                drop_created_branch(checkout, entry.record.branch)
+                drop_created_branch(g.Git(checkout.common_dir), entry.record.branch)
             drop_record_and_folders(claim)
             tidy_claim_folders(claim)
     except VwtError as exc:

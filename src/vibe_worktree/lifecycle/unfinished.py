@@ -74,11 +74,10 @@ def tear_down(claim: Claim, checkout: Checkout) -> None:
     delete_trash(trash)
 
 
-def drop_created_branch(checkout: Checkout, branch: str) -> bool:
+def drop_created_branch(repo_git: g.Git, branch: str) -> bool:
     """Delete the branch a killed `git worktree add -b` made, only while nothing could be
     lost: no worktree has it checked out and its tip is in some other branch, tag or
     remote-tracking branch. True when deleted."""
-    repo_git = g.Git(checkout.common_dir)
     tip = g.branch_tip(repo_git, branch)
     if tip is None or g.branch_checked_out_elsewhere(repo_git, branch) is not None:
         return False
