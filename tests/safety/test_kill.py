@@ -269,6 +269,28 @@ def test_prune_never_removes_an_index_lock_it_did_not_take(repo: GitRepo) -> Non
 
 
 # --------------------------------------- what the campaign found, each proven on its own
+@pytest.mark.parametrize("repair", ["new", "prune"])
+def test_a_creation_killed_before_git_wrote_its_admin_folder_is_made_again(
+        repo: GitRepo, repair: str) -> None:
+    """`git worktree add` killed after the checkout's `.git` file, before the admin folder's
+    HEAD and commondir (the campaign's seed 12040609 met it in a restore): the checkout
+    does not validate, yet it is git's half-made one, torn down like any other."""
+    repo.snapshot_branches()
+    kill_inside_checkout(repo, "new", "feat")
+    admin = repo.common_dir / "worktrees" / "feat"
+    for name in ("HEAD", "commondir", "index.lock"):
+        (admin / name).unlink()  # as git had not written them yet
+    if repair == "new":
+        again = vwt_json(repo, "new", "feat")
+        assert isinstance(again, dict) and again["created"] is True
+        tracked_files_present(repo, Path(again["path"]))
+    else:
+        repo.age_records(30)
+        repo.ok("prune")
+        check_state(repo)
+    doctor_healthy(repo)
+
+
 def test_half_copied_included_folder_is_finished_by_prune(repo: GitRepo) -> None:
     """A creation killed while copying the `.worktreeinclude` folder: git finished the
     checkout, so prune adopts it, and finishes the copy (a file cut short is copied again;
@@ -298,11 +320,12 @@ def test_prune_removes_an_empty_folder_a_killed_creation_left(repo: GitRepo) -> 
     vwt_json(repo, "new", "feat")
     empty = repo.checkout("left-empty")
     empty.mkdir()
+    (repo.claim("left-empty") / "holders").mkdir(parents=True)  # no record was written
     full = repo.checkout("not-ours")
     full.mkdir()
     (full / "file.txt").write_text("someone's\n")
     repo.ok("prune")
-    assert not empty.exists()
+    assert not empty.exists() and not repo.claim("left-empty").exists()
     assert (full / "file.txt").read_text() == "someone's\n"
 
 
@@ -558,7 +581,7 @@ def check_after_kill(repo: GitRepo, scenario: Scenario, label: str) -> None:
     pruned = repo.vwt("prune", "--json")
     assert pruned.returncode == 0, f"{label}: prune failed\n{pruned}"
     doctor = repo.vwt("doctor", "--json")
-    assert doctor.returncode == 0, f"{label}: doctor after prune\n{doctor}"
+    assert doctor.returncode == 0, f"{label}: doctor after prune\n{doctor}\n{pruned}"
     lost = scenario.lost(repo)
     assert lost is None, f"{label}: {lost}"
     again = repo.vwt(*scenario.args, "--json")

@@ -30,7 +30,7 @@ from ..core.names import (
     validate_name,
 )
 from ..core.records import Record, utc_now, write_record
-from .unfinished import is_clean, release_dead_locks, tear_down, unfinished
+from .unfinished import half_made, is_clean, release_dead_locks, tear_down, unfinished
 from .worktrees import (
     MISSING,
     RESERVED,
@@ -458,7 +458,8 @@ def _resume_reservation(repo: Repo, claim: Claim, record: Record
     branch_ours = False
     try:
         if not is_empty_dir(claim.checkout):
-            checkout = validate_for_reuse(claim, record, repo.info.common_dir)
+            checkout = half_made(claim) or validate_for_reuse(claim, record,
+                                                              repo.info.common_dir)
             if unfinished(checkout, creator_gone=True) is None and not is_clean(checkout):
                 from .include import copy_included_files  # the step a kill may have cut short
 
@@ -552,6 +553,9 @@ def restore(repo: Repo, name: str, out: Output) -> Created:
     create_branch = g.branch_tip(git, branch) is None
     with _Reserved(claim, starting):
         checkpoint("restore.reserved")
+        if _has_git_file(claim) and (made := half_made(claim)):  # git never got to the files
+            tear_down(claim, made)
+            os.mkdir(claim.checkout)
         if _has_git_file(claim):  # a killed restore's checkout: its gits died with it
             release_dead_locks(validate_for_reuse(claim, record, repo.info.common_dir))
         else:

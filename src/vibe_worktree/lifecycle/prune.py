@@ -49,6 +49,7 @@ from .remove import (
 from .unfinished import (
     drop_created_branch,
     finish_in_place,
+    half_made,
     release_dead_locks,
     tear_down,
     unfinished,
@@ -260,8 +261,8 @@ def _tidy(root: Root, dry_run: bool, result: PruneResult, warn: Warn) -> list[En
 
 
 def _drop_empty_unclaimed_folders(root: Root, found: list[Entry]) -> None:
-    """`rmdir` the empty checkout folders no claim names: a creation killed between taking
-    the name (`mkdir`, under the `.prune` lock we hold) and writing its record."""
+    """`rmdir` the empty checkout folders no record names: a creation killed between taking
+    the name (`mkdir`) and writing its record, both under the `.prune` lock we hold."""
     claimed = {(entry.claim.bucket, entry.name) for entry in found}
     try:
         buckets = [b for b in os.listdir(root.path) if not b.startswith(".")]
@@ -273,9 +274,9 @@ def _drop_empty_unclaimed_folders(root: Root, found: list[Entry]) -> None:
         except OSError:
             continue
         for name in names:
-            if (bucket, name) not in claimed and not os.path.lexists(
-                    root.claim(bucket, name).folder):
-                rmdir_if_empty(root.claim(bucket, name).checkout)
+            claim = root.claim(bucket, name)
+            if (bucket, name) not in claimed and rmdir_if_empty(claim.checkout):
+                tidy_claim_folders(claim)  # the folders it had made for its record, if empty
 
 
 def _release_dead_index_locks(found: list[Entry], warn: Warn) -> None:
@@ -379,7 +380,7 @@ def _settle_interrupted_creation(entry: Entry, now: float, dry_run: bool, result
     assert entry.record is not None
     claim = entry.claim
     try:
-        checkout = validate_for_reuse(claim, entry.record, "")
+        checkout = half_made(claim) or validate_for_reuse(claim, entry.record, "")
         if unfinished(checkout, creator_gone=True) is None:
             if not dry_run:
                 from .include import copy_included_files  # the step a kill may have cut short
@@ -442,6 +443,12 @@ def _undo_interrupted_restore(entry: Entry, warn: Warn) -> None:
     """
     assert entry.record is not None and entry.recovery is not None
     claim = entry.claim
+    made = half_made(claim)
+    if made is not None:  # killed inside git's add, before any file: nothing to look at
+        tear_down(claim, made)
+        drop_record_and_folders(claim)  # recovery.json stays: restorable as before
+        warn(f"{claim.name}: undid an interrupted restore; run vwt restore {claim.name} again")
+        return
     try:
         checkout = validate_for_reuse(claim, entry.record, "")
         release_dead_locks(checkout)  # the restorer is dead: no live `.starting`

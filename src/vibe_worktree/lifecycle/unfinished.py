@@ -55,6 +55,28 @@ def release_dead_locks(checkout: Checkout) -> None:
         unlink_if_exists(os.path.join(checkout.admin_dir, "locked"))
 
 
+def half_made(claim: Claim) -> Checkout | None:
+    """The checkout of a `git worktree add` killed before it wrote its admin folder whole
+    (so `validate_checkout` refuses it): its `.git` file names an admin folder of a
+    repository of this bucket that git still marks `initializing`. None otherwise."""
+    from ..core.layout import assert_real_directories, bucket_matches
+
+    try:
+        assert_real_directories(claim)
+        with open(os.path.join(claim.checkout, ".git"), encoding="utf-8") as handle:
+            text = handle.read(4096).strip()
+    except (OSError, VwtError):
+        return None
+    if not text.startswith("gitdir: "):
+        return None
+    admin = os.path.realpath(os.path.join(claim.checkout, text[len("gitdir: "):]))
+    common = os.path.dirname(os.path.dirname(admin))
+    if (os.path.basename(os.path.dirname(admin)) != "worktrees" or not _adding(admin)
+            or not bucket_matches(claim.bucket, common)):
+        return None
+    return Checkout(claim.checkout, admin, common, None)
+
+
 def is_clean(checkout: Checkout) -> bool:
     """Nothing but what its HEAD has (ignored files aside): nothing to lose."""
     from .worktrees import housekeeping_git
