@@ -147,7 +147,26 @@ def holds_only(target: Target, inspection: Inspection, commits: Sequence[str]) -
     own = g.tree_paths(target.repo_git, tree)
     for commit in commits:
         own &= set(g.changed_paths(target.repo_git, tree, commit))
-    return not own
+    return not own or _cut_short(target, sorted(own), commits[0])
+
+
+def _cut_short(target: Target, paths: list[str], commit: str) -> bool:
+    """Each of `paths` is the start of `commit`'s version: a file git was writing when it
+    was killed (it writes a file from its beginning)."""
+    entries = g.tree_entries(target.repo_git, commit)
+    if any(p not in entries or entries[p][0] == g.GITLINK for p in paths):
+        return False
+    contents = g.blob_contents(target.repo_git, [entries[p][1] for p in paths])
+    for path in paths:
+        try:
+            fd = os.open(os.path.join(target.claim.checkout, path), os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return False
+        with os.fdopen(fd, "rb") as handle:
+            current = handle.read()
+        if not contents[entries[path][1]].startswith(current):
+            return False
+    return True
 
 
 def _stage_tree(target: Target) -> str:
