@@ -29,7 +29,7 @@ from ..core.names import (
     validate_branch,
     validate_name,
 )
-from ..core.records import Record, utc_now, write_record
+from ..core.records import CorruptRecord, Record, read_record, utc_now, write_record
 from .unfinished import half_made, is_clean, release_dead_locks, tear_down, unfinished
 from .worktrees import (
     MISSING,
@@ -455,6 +455,9 @@ def _resume_reservation(repo: Repo, claim: Claim, record: Record
         starting = acquire_holder(claim, STARTING)
     except VwtError:
         return STARTING  # a live creator holds it
+    if _reservation_changed(claim, record):  # its creator finished after we read it
+        starting.release()
+        return STARTING  # look again: reuse what it made
     branch_ours = False
     try:
         if not is_empty_dir(claim.checkout):
@@ -479,6 +482,14 @@ def _resume_reservation(repo: Repo, claim: Claim, record: Record
         starting.release()
         raise
     return Reservation(starting, branch_ours)
+
+
+def _reservation_changed(claim: Claim, seen: Record) -> bool:
+    """The record on disk is no longer the reservation `seen` (finished or made anew)."""
+    try:
+        return read_record(claim.record_path, claim.name) != seen
+    except (OSError, CorruptRecord):
+        return True
 
 
 def create_auto(
