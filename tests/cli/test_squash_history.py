@@ -220,7 +220,9 @@ def test_squash_merged_pull_requests_are_recognised_on_realistic_histories(
         reasons[rows[p.name]["integrated"]] = reasons.get(rows[p.name]["integrated"], 0) + 1
     behind = sorted(rows[p.name]["behind"] for p in history.pulls)
     print(f"\nseed {seed}: {len(recognised)}/{len(landed)} landed recognised {reasons}; "
-          f"{len(false_positives)} of {len(controls)} controls called integrated; "
+          f"{len(false_positives)} of {len(controls)} controls called integrated "
+          f"({sum(p.extra_work for p in controls)} landed plus new work, "
+          f"{sum(not p.landed for p in controls)} never landed); "
           f"main {history.tip()[:8]}, behind {behind[0]}..{behind[-1]}")
     assert false_positives == []
     assert len(recognised) >= 0.95 * len(landed), [p.name for p in landed if p not in recognised]
