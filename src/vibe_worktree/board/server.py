@@ -17,14 +17,6 @@ from . import app as board_app
 from .security import Secrets
 
 
-class _Stop(Exception):
-    pass
-
-
-def _stop(_signum: int, _frame: FrameType | None) -> None:
-    raise _Stop
-
-
 def bind(port: int) -> socket.socket:
     """A listening socket on 127.0.0.1 only (port 0: one the system picks)."""
     if not 0 <= port <= 65535:
@@ -76,7 +68,13 @@ def serve(wt: Worktrees, port: int, open_browser: bool) -> int:
         http="h11", server_header=False, timeout_graceful_shutdown=2, limit_concurrency=64,
     )
     server = Server(config, board)
-    previous = signal.signal(signal.SIGTERM, _stop)
+
+    def stop(_signum: int, _frame: FrameType | None) -> None:
+        # A flag, not an exception: a SIGTERM that lands while asyncio is still building
+        # its loop would leave a half-made loop whose finaliser prints a traceback.
+        server.should_exit = True
+
+    previous = signal.signal(signal.SIGTERM, stop)
     try:  # a Ctrl-C at any moment from here on is a clean stop
         sys.stdout.write(keys.url + "\n")
         sys.stdout.flush()
@@ -84,7 +82,7 @@ def serve(wt: Worktrees, port: int, open_browser: bool) -> int:
         if open_browser and has_display():
             threading.Timer(0.3, _open_browser, (keys.url,)).start()
         server.run(sockets=[sock])
-    except (KeyboardInterrupt, _Stop):
+    except KeyboardInterrupt:
         pass  # uvicorn re-raises the signal it stopped for, once it has stopped
     finally:
         signal.signal(signal.SIGTERM, previous)
