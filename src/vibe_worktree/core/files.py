@@ -109,7 +109,7 @@ def drop_stale_spare_room(folder: str) -> None:
         return
     for name in names:
         pid = name[len(SPARE_PREFIX):].partition("-")[0]
-        if not pid.isdigit() or _alive(int(pid)):
+        if not pid.isdigit() or pid_alive(int(pid)):
             continue
         try:
             os.unlink(os.path.join(folder, name))
@@ -117,7 +117,8 @@ def drop_stale_spare_room(folder: str) -> None:
             pass
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Some process has this pid (ours or another user's)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

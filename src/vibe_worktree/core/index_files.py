@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .files import copy_index
+from .files import copy_index, pid_alive
 from .layout import unlink_if_exists
 
 _OURS = re.compile(r"index\.vwt-(\d+)-[0-9a-f]{12}(\.anchor|\.lock)?")
@@ -76,16 +76,6 @@ def _same_file(a: str, b: str) -> bool:
     return (one.st_dev, one.st_ino) == (two.st_dev, two.st_ino)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def release_dead_locks(git_dir: str) -> list[str]:
     """Remove what killed vwt processes left in `git_dir`: their private copies, anchors,
     and an `index.lock` that is one of their anchors. Returns the notes of the locks that
@@ -98,7 +88,7 @@ def release_dead_locks(git_dir: str) -> list[str]:
     lock = os.path.join(git_dir, "index.lock")
     for name in sorted(names):
         found = _OURS.fullmatch(name)
-        if found is None or _alive(int(found.group(1))):
+        if found is None or pid_alive(int(found.group(1))):
             continue
         path = os.path.join(git_dir, name)
         if found.group(2) == ".anchor" and _same_file(lock, path):
