@@ -230,6 +230,61 @@ def test_restore_killed_inside_git_is_repaired_by_prune(repo: GitRepo) -> None:
     repo.git("add", "-A", cwd=checkout)
 
 
+def kill_restore_holding_the_branch_lock(repo: GitRepo) -> Path:
+    """`feat` is removed with a snapshot; its restore runs `git worktree add -b feat`, and
+    is killed while git holds `refs/heads/feat.lock` (a reference-transaction hook of the
+    repository's, which `worktree add` runs as the user's git would, waits in `prepared`:
+    git has taken the lock and written the new value into it)."""
+    checkout = Path(vwt_json(repo, "new", "feat")["path"])  # type: ignore[index]
+    for rel, text in WORK.items():
+        (checkout / rel).write_text(text)
+    repo.ok("rm", "feat", "-y")
+    marker, gate = repo.sb.tmp / "inside-ref-update", repo.sb.tmp / "gate"
+    hook = repo.path / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(f"#!/bin/sh\n[ \"$1\" = prepared ] || exit 0\n"
+                    f"grep -q ' refs/heads/feat$' || exit 0\n"
+                    f"touch {marker}; while [ -e {gate} ]; do sleep 0.02; done\n")
+    hook.chmod(0o755)
+    gate.write_text("")
+    proc = start(repo, "restore", "feat")
+    wait_for(marker, proc)
+    kill_group(proc)
+    gate.unlink()
+    hook.unlink()
+    return checkout
+
+
+@pytest.mark.parametrize("repair", ["restore", "prune"])
+def test_a_branch_lock_a_killed_restore_left_is_removed(repo: GitRepo, repair: str) -> None:
+    """The campaign's seed 16104976: the lock outlived the kill and every restore failed."""
+    checkout = kill_restore_holding_the_branch_lock(repo)
+    lock = repo.common_dir / "refs" / "heads" / "feat.lock"
+    assert lock.is_file(), "git was not inside its ref update"
+    if repair == "prune":
+        repo.age_records(30)
+        repo.ok("prune")
+        assert not lock.exists()
+    retry = repo.vwt("restore", "feat", "--json")
+    assert retry.returncode == 0, str(retry)
+    assert work_in(checkout) and not lock.exists()
+    repo.git("add", "-A", cwd=checkout)
+    doctor_healthy(repo)
+
+
+def test_a_branch_lock_holding_something_else_is_never_removed(repo: GitRepo) -> None:
+    """A lock with a value the killed restore's git never wrote is not provably its own."""
+    kill_restore_holding_the_branch_lock(repo)
+    lock = repo.common_dir / "refs" / "heads" / "feat.lock"
+    other = repo.git("rev-parse", "HEAD~1")
+    lock.write_text(f"{other}\n")
+    retry = repo.vwt("restore", "feat", "--json")
+    assert retry.returncode == 1 and "feat.lock" in retry.stderr, str(retry)
+    assert lock.read_text() == f"{other}\n"
+    repo.age_records(30)
+    repo.ok("prune")
+    assert lock.read_text() == f"{other}\n"
+
+
 # ------------------------------------- a `merge` killed while it moves the main checkout
 @pytest.mark.parametrize("repair", ["prune", "merge"])
 def test_merge_killed_while_moving_the_main_checkout_leaves_no_lock_past_prune(

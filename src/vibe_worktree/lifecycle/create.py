@@ -30,6 +30,7 @@ from ..core.names import (
     validate_name,
 )
 from ..core.records import CorruptRecord, Record, read_record, utc_now, write_record
+from ..core.ref_locks import release_dead_ref_locks
 from .unfinished import half_made, is_clean, release_dead_locks, tear_down, unfinished
 from .worktrees import (
     MISSING,
@@ -564,6 +565,8 @@ def restore(repo: Repo, name: str, out: Output) -> Created:
     create_branch = g.branch_tip(git, branch) is None
     with _Reserved(claim, starting):
         checkpoint("restore.reserved")
+        if entry.record is not None:  # a killed restore's reservation: its gits died with it
+            release_dead_ref_locks(repo.info.common_dir, None, branch, (parent,))
         if _has_git_file(claim) and (made := half_made(claim)):  # git never got to the files
             tear_down(claim, made)
             os.mkdir(claim.checkout)

@@ -333,6 +333,8 @@ def _settle_reservations(found: list[Entry], dry_run: bool, result: PruneResult,
             continue
         if STARTING in _live(entry):
             continue
+        if entry.recovery is not None and not dry_run:
+            _release_dead_restorers_branch_lock(entry, warn)
         # an adoption holds `.starting` from start to end: dead, it needs no grace period
         adopted = adoption.source_of(entry.record) is not None
         if is_empty_dir(claim.checkout):
@@ -358,6 +360,23 @@ def _settle_reservations(found: list[Entry], dry_run: bool, result: PruneResult,
                      f"{claim.name}")
         else:
             _settle_interrupted_creation(entry, now, dry_run, result, warn)
+
+
+def _release_dead_restorers_branch_lock(entry: Entry, warn: Warn) -> None:
+    """A restore killed while its git moved the branch (`worktree add -b` making it at the
+    snapshot's parent, or the checkout's reset) left `refs/heads/<branch>.lock`; the
+    restorer is dead (no live `.starting`), so a lock holding nothing or that parent goes."""
+    from ..core.ref_locks import release_dead_ref_locks
+
+    assert entry.record is not None and entry.recovery is not None
+    try:
+        git = repo_git_for(entry.claim, entry.record, None)
+    except VwtError:
+        return
+    snapshot = commit_of(git, entry.recovery.snapshot_ref)
+    parent = commit_of(git, f"{snapshot}^1") if snapshot else None
+    for path in release_dead_ref_locks(git.cwd, None, entry.record.branch, (parent,)):
+        warn(f"{entry.name}: removed {path}, left by an interrupted restore")
 
 
 def _drop_branch_of_killed_add(entry: Entry) -> None:

@@ -48,9 +48,11 @@ def unfinished(checkout: Checkout, creator_gone: bool = False) -> str | None:
 
 def release_dead_locks(checkout: Checkout) -> None:
     """Drop what a killed git left in the admin folder of a checkout whose writer is known
-    to be dead (its `.starting` hold is gone): `index.lock`, and git's own `locked` file of
-    an add that never finished. Never for a checkout a live process may be writing."""
-    unlink_if_exists(os.path.join(checkout.admin_dir, "index.lock"))
+    to be dead (its `.starting` hold is gone): `index.lock`, the `HEAD.lock` and
+    `ORIG_HEAD.lock` of a reset, and git's own `locked` file of an add that never finished.
+    Never for a checkout a live process may be writing."""
+    for lock in ("index.lock", "HEAD.lock", "ORIG_HEAD.lock"):
+        unlink_if_exists(os.path.join(checkout.admin_dir, lock))
     if _adding(checkout.admin_dir):
         unlink_if_exists(os.path.join(checkout.admin_dir, "locked"))
 
