@@ -213,16 +213,27 @@ def _made_by(record: Record | None, key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+class _Status(NamedTuple):
+    """A listed row with its status, and what the per-repository batches still need."""
+
+    row: Listed
+    head: str | None = None  # HEAD, when a batch below still needs it
+    uncounted: bool = False  # `ahead` is still to count (`_count_ahead`)
+    undecided: bool = False  # the expensive integration checks are still to run
+
+
 def _with_status(row: Listed, entry: Entry, checkout: Checkout,
-                 cache: dict[str, tuple[str, ...]], tips: Tips | None
-                 ) -> tuple[Listed, str | None]:
-    """The row with status and the cheap integration checks; and HEAD when the expensive
-    checks are still to run (batched per repository by `_finish_integration`)."""
-    assert entry.record is not None
+                 cache: dict[str, tuple[str, ...]], tips: Tips | None) -> _Status:
+    """The row with status and the cheap integration checks. With a target, `ahead` is
+    left to `_count_ahead` and the expensive checks to `_finish_integration`: each runs
+    once per repository for all its worktrees."""
+    record = entry.record
+    assert record is not None
     local_target = tips is not None and tips.target.commit == tips.commits[0]
     try:
-        inspection = inspect_checkout(checkout, entry.record, cache,
-                                      tips.target.ref if tips and local_target else None)
+        inspection = inspect_checkout(checkout, record, cache,
+                                      tips.target.ref if tips and local_target else None,
+                                      count_ahead=tips is None)
         landed: Integration | int | None = None
         if tips is not None and inspection.head is not None:
             from .core.integration import cheap_check
@@ -230,14 +241,36 @@ def _with_status(row: Listed, entry: Entry, checkout: Checkout,
             landed = cheap_check(housekeeping_git(checkout, cache), inspection.head, tips,
                                  inspection.vs_target)
     except VwtError as exc:
-        return _replace(row, problem=exc.message), None
+        return _Status(_replace(row, problem=exc.message))
     row = _replace(row, changes=inspection.changes, ahead=inspection.ahead)
+    head = inspection.head
+    uncounted = tips is not None and head is not None and record.base_commit is not None
     if landed is None or tips is None:
-        return row, None
+        return _Status(row, head, uncounted)
     if isinstance(landed, int):
-        return _replace(row, target=tips.branch, behind=landed), inspection.head
-    return _replace(row, target=landed.target, behind=landed.behind,
-                    integrated=landed.integrated), None
+        return _Status(_replace(row, target=tips.branch, behind=landed), head, uncounted, True)
+    return _Status(_replace(row, target=landed.target, behind=landed.behind,
+                            integrated=landed.integrated), head, uncounted)
+
+
+def _count_ahead(rows: list[Listed], heads: dict[str, list[tuple[int, str]]],
+                 tips: dict[str, Tips | None], cache: dict[str, tuple[str, ...]]) -> None:
+    """`ahead` of the rows `_with_status` left uncounted: one walk per repository."""
+    from .core.history import commits_since
+
+    for common_dir, items in heads.items():
+        repo_tips = tips[common_dir]
+        assert repo_tips is not None
+        git = Git(common_dir, neutralised_filters=cache.get(common_dir, ()))
+        pairs = [(head, rows[i].base_commit or head) for i, head in items]
+        try:
+            counts = commits_since(git, pairs, repo_tips.commits[0])
+        except VwtError as exc:
+            for i, _head in items:
+                rows[i] = _replace(rows[i], problem=exc.message)
+            continue
+        for (i, _head), count in zip(items, counts, strict=True):
+            rows[i] = _replace(rows[i], ahead=count)
 
 
 def _finish_integration(rows: list[Listed], undecided: dict[str, list[tuple[int, str]]],
@@ -506,11 +539,16 @@ class Worktrees:
         tips = _tips_by_repo(c.common_dir for c in checkouts.values())
         done = map_parallel(lambda i: _with_status(rows[i], found[i], checkouts[i], cache,
                                                    tips[checkouts[i].common_dir]), order)
+        uncounted: dict[str, list[tuple[int, str]]] = {}
         undecided: dict[str, list[tuple[int, str]]] = {}
-        for i, (row, head) in zip(order, done, strict=True):
-            rows[i] = row
-            if head is not None:
-                undecided.setdefault(checkouts[i].common_dir, []).append((i, head))
+        for i, status in zip(order, done, strict=True):
+            rows[i] = status.row
+            common_dir = checkouts[i].common_dir
+            if status.head is not None and status.uncounted:
+                uncounted.setdefault(common_dir, []).append((i, status.head))
+            if status.head is not None and status.undecided:
+                undecided.setdefault(common_dir, []).append((i, status.head))
+        _count_ahead(rows, uncounted, tips, cache)
         _finish_integration(rows, undecided, tips, cache)
         return rows
 

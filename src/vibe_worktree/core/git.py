@@ -1229,6 +1229,39 @@ def changed_paths(git: Git, old: str, new: str) -> list[str]:
     return [path for path in out.split("\0") if path]
 
 
+def changed_paths_many(git: Git, pairs: Sequence[tuple[str, str]]) -> list[list[str]]:
+    """`changed_paths` of many (old, new) pairs: one `cat-file` for their trees, one
+    `diff-tree --stdin`."""
+    if not pairs:
+        return []
+    objects = list(dict.fromkeys(oid for pair in pairs for oid in pair))
+    tree_of = dict(zip(objects, trees_of(git, objects), strict=True))
+    if None in tree_of.values():
+        missing = next(oid for oid, tree in tree_of.items() if tree is None)
+        raise GitFailed(f"git cannot read the tree of {missing}")
+    headers = [f"{tree_of[old]} {tree_of[new]}\n" for old, new in pairs]
+    out = git.out("diff-tree", "--stdin", "-r", "-z", "--name-only", "--no-renames",
+                  input="".join(headers))
+    # Per pair: its line echoed (always, even when the trees are equal), then each path
+    # and a NUL. A line holds no NUL, so the next one starts right after a NUL.
+    found: list[list[str]] = []
+    pos = 0
+    for i, header in enumerate(headers):
+        if not out.startswith(header, pos):
+            raise GitFailed("git diff-tree --stdin gave its diffs out of order")
+        pos += len(header)
+        following = headers[i + 1] if i + 1 < len(headers) else None
+        paths: list[str] = []
+        while pos < len(out) and not (following and out.startswith(following, pos)):
+            end = out.find("\0", pos)
+            if end < 0:
+                raise GitFailed("git diff-tree --stdin gave a cut-off path")
+            paths.append(out[pos:end])
+            pos = end + 1
+        found.append(paths)
+    return found
+
+
 def tree_paths(git: Git, tree: str) -> set[str]:
     """Every file path of a tree or commit."""
     out = git.out("ls-tree", "-r", "-z", "--name-only", "--full-tree", tree)

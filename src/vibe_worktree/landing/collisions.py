@@ -17,6 +17,7 @@ import os
 from typing import NamedTuple
 
 from ..core import git as g
+from ..core import history
 from ..core import target as _target
 from ..core.errors import VwtError
 from ..core.layout import Root
@@ -125,8 +126,13 @@ class _Work(NamedTuple):
     common_dir: str | None
     head: str | None
     tree: str | None  # the work's tree when it differs from HEAD's (uncommitted changes)
-    paths: frozenset[str]  # changed since base_commit
+    paths: frozenset[str]  # changed since base_commit (filled in per repository)
     error: str | None = None
+
+    @property
+    def work(self) -> str | None:
+        """What a snapshot would record: the uncommitted tree, else HEAD."""
+        return self.tree or self.head
 
     @property
     def name(self) -> str:
@@ -171,15 +177,32 @@ def _read_work(entry: Entry, checkout: Checkout, cache: dict[str, tuple[str, ...
                 return _failed(entry, common, f"{filtered[0]} uses a filter driver of the "
                                               "repository's own config, which vwt never runs")
             tree = g.snapshot_tree(git, index)
-        work = tree or status.head
-        if work == record.base_commit:
-            return _Work(entry, common, status.head, None, frozenset())
-        paths = g.changed_paths(git, record.base_commit, work)
     except VwtError as exc:
         return _failed(entry, common, exc.message)
     finally:
         unlink_if_exists(index)
-    return _Work(entry, common, status.head, tree, frozenset(paths))
+    return _Work(entry, common, status.head, tree, frozenset())
+
+
+def _with_paths(git: g.Git, works: list[_Work]) -> list[_Work]:
+    """The works with the paths each changed since its base: one diff for them all."""
+    changed = [i for i, w in enumerate(works)
+               if w.error is None and w.work != _base_of(w)]
+    try:
+        found = g.changed_paths_many(git, [(_base_of(works[i]), works[i].work or "")
+                                           for i in changed])
+    except VwtError as exc:
+        return [w if w.error else w._replace(error=exc.message) for w in works]
+    works = list(works)
+    for i, paths in zip(changed, found, strict=True):
+        works[i] = works[i]._replace(paths=frozenset(paths))
+    return works
+
+
+def _base_of(work: _Work) -> str:
+    record = work.entry.record
+    assert record is not None and record.base_commit is not None
+    return record.base_commit
 
 
 # -- one repository ---------------------------------------------------------------------------
@@ -257,8 +280,7 @@ def _plan_target(repo: _Repo, works: list[_Work], wanted: list[int]) -> _Plan:
             known[i] = ()
     todo = [i for i in todo if i not in known]
     heads = sorted({works[i].head or "" for i in todo})
-    bases = dict(zip(heads, g.map_parallel(lambda h: g.merge_base(repo.git, h, tip), heads),
-                     strict=True))
+    bases = dict(zip(heads, history.merge_bases(repo.git, heads, tip), strict=True))
     unique_bases = sorted({b for b in bases.values() if b})
     changed = dict(zip(unique_bases, g.map_parallel(
         lambda b: frozenset(g.changed_paths(repo.git, b, tip)), unique_bases), strict=True))
@@ -294,6 +316,7 @@ def _forecast_repo(repo: _Repo, works: list[_Work], scope: Scope
     works = sorted(works, key=lambda w: w.name)
     if repo.error:
         works = [w if w.error else w._replace(error=repo.error) for w in works]
+    works = _with_paths(repo.git, works)
     shown = [i for i, w in enumerate(works) if scope.name in (None, w.name)
              and (w.error is not None or scope.wants_paths(w.paths))]
     plan = _plan_target(repo, works, [i for i in shown if works[i].error is None])

@@ -324,13 +324,14 @@ def housekeeping_git(checkout: Checkout, cache: dict[str, tuple[str, ...]] | Non
 
 def inspect_checkout(checkout: Checkout, record: Record,
                      cache: dict[str, tuple[str, ...]] | None = None,
-                     target_ref: str | None = None) -> Inspection:
+                     target_ref: str | None = None, count_ahead: bool = True) -> Inspection:
     """`target_ref`: also count (behind, own) against that local branch, in the same
-    `git status` (a listing's integration check then needs no `rev-list` of its own)."""
+    `git status` (a listing's integration check then needs no `rev-list` of its own).
+    `count_ahead=False`: leave `ahead` 0 for the caller, who counts many at once."""
     git = housekeeping_git(checkout, cache)
     st = g.status(git, (record.branch, target_ref) if target_ref else None)
     ahead = 0
-    if record.base_commit and st.head:
+    if count_ahead and record.base_commit and st.head:
         ahead = g.count_commits(git, record.base_commit, st.head)
     return Inspection(
         st.changes, st.untracked, ahead, st.head, st.branch, st.nested_repos,
