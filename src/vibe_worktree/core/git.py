@@ -1083,7 +1083,7 @@ def checkout_move(git: Git, old: str, new: str) -> Iterator[CheckoutMove]:
     """Hold git's lock on the checkout's index for a move from `old` to `new`, from before
     its branch moves until its files have: git writes a private copy of the index, which
     replaces the index when the block ends without an exception. A kill leaves a lock that
-    the next `vwt merge` or `vwt prune` recognises as a dead vwt's and whose move it
+    the next `vwt merge`, `vwt sync` or `vwt prune` recognises as a dead vwt's and whose move it
     finishes (`index_files.repair_repo`). IndexBusy: another git holds the lock."""
     from .index_files import MOVE, locked_index
 

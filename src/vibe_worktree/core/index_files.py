@@ -10,9 +10,10 @@ is a hard link to an empty anchor file whose name carries vwt's pid:
     index.vwt-<pid>-<hex>.anchor   empty; `index.lock` is another name of this file
 
 so a lock left by a killed vwt is recognised exactly (same inode as an anchor of a dead
-pid) and removed by the next `vwt merge` or `vwt prune`; a lock any other git holds is
-never touched. The copy keeps the index's mtime (racy git: a same-size rewrite in the
-same second would otherwise look clean).
+pid) and removed by the next `vwt merge`, `vwt sync` or `vwt prune`; a lock any other
+git holds is never touched. `vwt sync` moves the worktree's own checkout the same way.
+The copy keeps the index's mtime (racy git: a same-size rewrite in the same second would
+otherwise look clean).
 """
 
 from __future__ import annotations
@@ -125,8 +126,27 @@ def repair_repo(common_dir: str) -> list[str]:
         parts = note.split()
         done.append(f"removed the index.lock a killed vwt left in {where or git_dir}")
         if where and len(parts) == 3 and parts[0] == MOVE:
+            done += _release_ref_locks(common_dir, git_dir, parts[1], parts[2])
             done.append(_finish_move(where, parts[1], parts[2]))
     return done
+
+
+def _release_ref_locks(common_dir: str, git_dir: str, old: str, new: str) -> list[str]:
+    """The move's compare-and-swap of the branch checked out there (from `old` to `new`)
+    may have been killed holding the branch's lock (and HEAD's): the vwt that ran it is
+    dead, so a lock holding nothing, `old` or `new` goes."""
+    from .ref_locks import release_dead_ref_locks
+
+    try:
+        with open(os.path.join(git_dir, "HEAD"), encoding="utf-8", errors="replace") as handle:
+            head = handle.read(4096).strip()
+    except OSError:
+        return []
+    if not head.startswith("ref: refs/heads/"):
+        return []
+    branch = head[len("ref: refs/heads/"):]
+    return [f"removed the {os.path.basename(path)} a killed vwt left in {path}"
+            for path in release_dead_ref_locks(common_dir, git_dir, branch, (old, new))]
 
 
 def _work_tree_of(common_dir: str, git_dir: str) -> str | None:

@@ -332,8 +332,9 @@ def _update_target(target: Target, tips: Tips, old: str, new: str,
         raise
     try:
         with room:
-            _move_target_and_checkout(checkout_git, repo_git, tips, old, new, name, room,
-                                      where or "")
+            move_branch_and_checkout(checkout_git, repo_git, tips.target.ref, old, new,
+                                     f"vwt merge {name}", room, where or "",
+                                     "merge.target_updated")
     except IndexBusy as busy:
         return TARGET_DIRTY, (f"another git process holds {busy} (in {where}); nothing "
                               f"changed (run vwt merge {name} again when it is done)")
@@ -346,26 +347,30 @@ def _update_target(target: Target, tips: Tips, old: str, new: str,
     return None
 
 
-def _move_target_and_checkout(checkout_git: g.Git, repo_git: g.Git, tips: Tips, old: str,
-                              new: str, name: str, room: SpareRoom, where: str) -> None:
-    """Compare-and-swap T, then move its checkout, all under the checkout's index lock (so
-    a kill anywhere in between is finished by the next merge or prune). NotMoved (T put
-    back when it had moved): nothing changed."""
+def move_branch_and_checkout(checkout_git: g.Git, repo_git: g.Git, ref: str, old: str,
+                             new: str, reason: str, room: SpareRoom, where: str,
+                             step: str | None = None) -> None:
+    """Compare-and-swap `ref` (the branch checked out at `where`), then move its checkout,
+    all under the checkout's index lock (so a kill anywhere in between is finished by the
+    next merge, sync or prune: `index_files.repair_repo`). NotMoved (the branch put back
+    when it had moved): nothing changed. A full disk part-way: files back first, then the
+    branch (`room` gives the undo its space), then DiskFull."""
     with g.checkout_move(checkout_git, old, new) as move:
-        if not g.compare_and_swap(repo_git, tips.target.ref, new, old, f"vwt merge {name}"):
+        if not g.compare_and_swap(repo_git, ref, new, old, reason):
             raise g.NotMoved(TARGET_MOVED)
-        checkpoint("merge.target_updated")
+        if step:
+            checkpoint(step)
         try:
             problem = move.run()
-        except (VwtError, OSError) as exc:  # the disk filled up: files back first, then T
+        except (VwtError, OSError) as exc:
             room.give_back()
             g.undo_checkout_move(checkout_git, old, new)
-            g.compare_and_swap(repo_git, tips.target.ref, old, new, f"vwt merge {name}: undo")
+            g.compare_and_swap(repo_git, ref, old, new, f"{reason}: undo")
             if disk_is_full(exc):
                 raise DiskFull(f"moving {where}") from None
             raise
-        if problem:  # its files changed since the check: put T back, as if never moved
-            g.compare_and_swap(repo_git, tips.target.ref, old, new, f"vwt merge {name}: undo")
+        if problem:  # its files changed since the check: put the branch back, never moved
+            g.compare_and_swap(repo_git, ref, old, new, f"{reason}: undo")
             raise g.NotMoved(problem)
 
 

@@ -2,8 +2,9 @@
 
 The rebased commits are computed in the object store first (see `replay`), so a
 conflict leaves branch, files and record exactly as they were; only a complete
-result moves the branch and the checkout (`git reset --keep`, the checkout being
-clean) and then the record's `base_commit`.
+result moves the branch and the checkout (the checkout being clean, as `merge` moves
+its target: a kill part-way is finished by the next `sync`, `merge` or `prune`) and
+then the record's `base_commit`.
 
 With `stop_on_conflict` a conflict is instead left to resolve (§8 "Resolving a
 conflict"): a real `git rebase` runs in the worktree and stops at the first conflicting
@@ -22,10 +23,14 @@ from ..core.errors import (
     EXIT_ERROR,
     EXIT_NEEDS_CONFIRMATION,
     EXIT_OK,
+    DiskFull,
     GitFailed,
     HeldError,
     VwtError,
+    disk_is_full,
 )
+from ..core.files import SpareRoom
+from ..core.index_files import IndexBusy, repair_repo
 from ..core.integration import Tips, read_tips
 from ..core.layout import Claim
 from ..core.locks import acquire_holder, new_holder_id
@@ -34,7 +39,13 @@ from ..core.records import write_record
 from ..lifecycle.remove import Target, inspect, tidy_claim_folders
 from ..lifecycle.worktrees import Checkout, housekeeping_git, rebase_in_progress
 from . import replay
-from .merge import checked_out_target, fetch_target, resolve_hint
+from .merge import (
+    UNDO_ROOM,
+    checked_out_target,
+    fetch_target,
+    move_branch_and_checkout,
+    resolve_hint,
+)
 
 SYNCED = "synced"
 UP_TO_DATE = "up_to_date"
@@ -84,6 +95,9 @@ def sync(claim: Claim, onto_branch: str | None, fetch: bool, warn: Warn,
     """`action`: RUN a sync (a conflict aborts it, or with `stop_on_conflict` leaves it
     stopped), or CONTINUE / ABORT the one left stopped."""
     _entry, target = checked_out_target(claim, "synced")
+    assert target.checkout is not None
+    for line in repair_repo(target.checkout.common_dir):  # what a killed sync or merge left
+        warn(line)
     if fetch and action == RUN:
         fetch_target(target, onto_branch, warn)
     tips = read_tips(target.repo_git, onto_branch)
@@ -120,6 +134,9 @@ def _sync_held(claim: Claim, target: Target, tips: Tips, base_commit: str | None
             f"{claim.name} has {inspection.describe_loss()}; nothing synced (commit or "
             "stash them first)"))
     if g.is_ancestor(git, onto, head):
+        if base_commit != onto and (base_commit is None or g.is_ancestor(git, base_commit, onto)):
+            # a sync killed after it moved the branch, before the record: it is based on onto
+            write_record(target.claim.record_path, target.record.with_base(onto))
         return result._replace(outcome=UP_TO_DATE)
     merging = git._replace(neutralised_merge_drivers=tips.merge_drivers)
     landed = replay.rebase(merging, onto, base_commit or onto, head)
@@ -129,13 +146,35 @@ def _sync_held(claim: Claim, target: Target, tips: Tips, base_commit: str | None
         return result._replace(outcome=CONFLICT, conflicts=landed.conflicts, message=(
             f"{claim.name} conflicts with {name} in {len(landed.conflicts)} file(s); "
             f"nothing changed; {resolve_hint(claim.name, onto_branch)}"))
-    try:
-        g.reset_keep(git, landed.commit)
-    except VwtError:  # a full disk stopped it part-way: the checkout goes back to `head`
-        g.undo_checkout_move(git, head, landed.commit)
-        raise
+    _move(claim, target, git, head, landed.commit)
     write_record(target.claim.record_path, target.record.with_base(onto))
     return result._replace(outcome=SYNCED, head=landed.commit)
+
+
+def _move(claim: Claim, target: Target, git: g.Git, head: str, new: str) -> None:
+    """Move the branch and the (clean) checkout from `head` to `new` as `merge` moves its
+    target: under the checkout's index lock, taken as a link to an anchor named with our
+    pid whose note says `move <head> <new>`. That note is the sync's intent: a kill
+    anywhere in between leaves a lock the next `sync`, `merge` or `prune` recognises as a
+    dead vwt's, and it finishes the move (`index_files.repair_repo`)."""
+    assert target.checkout is not None
+    try:  # room to put the branch and the files back if a full disk stops the move
+        room = SpareRoom(target.checkout.common_dir, UNDO_ROOM)
+    except OSError as exc:
+        if disk_is_full(exc):
+            raise DiskFull(f"syncing {claim.name}") from None
+        raise
+    try:
+        with room:
+            move_branch_and_checkout(git, target.repo_git, f"refs/heads/{target.record.branch}",
+                                     head, new, f"vwt sync {claim.name}", room,
+                                     target.checkout.path)
+    except IndexBusy as busy:
+        raise VwtError(f"another git process holds {busy}; nothing synced (run vwt sync "
+                       f"{claim.name} again when it is done)") from None
+    except g.NotMoved as stop:
+        raise VwtError(f"{claim.name} changed while syncing ({stop.problem}); nothing synced "
+                       f"(run vwt sync {claim.name} again)") from None
 
 
 def _stop(claim: Claim, target: Target, git: g.Git, result: SyncResult, onto: str,
