@@ -279,6 +279,26 @@ def test_a_move_killed_at_any_step_loses_nothing(repo, vwt, step):
                for rel, content in expected.items())
 
 
+@pytest.mark.parametrize("step", [*MOVE_STEPS, "part-way"])
+def test_a_move_killed_while_taking_the_work_out_is_finished_by_running_it_again(
+        repo, vwt, step):
+    """The kill campaign found it (seed 424242's sweep, `new --move` killed at 0.149 s): the
+    source held part of the work, and the rerun compared that part with the worktree and
+    refused. The rerun finishes the take-out from what the killed run saved instead."""
+    expected = make_work(repo)
+    killed = vwt("new", "wip", "--move", "--json",
+                 env_extra={"VWT_CRASH_AT": "move.saved" if step == "part-way" else step})
+    assert killed.code == -9, str(killed)
+    if step == "part-way":  # take-out had put back some files as HEAD has them
+        repo.git("checkout", "HEAD", "--", "README.md", "lib/keep.txt")
+        (repo.path / "fresh/new.txt").unlink()
+    again = vwt.new("wip", "--move")
+    assert again["created"] is False and again["carried"]["left_in_source"] == []
+    assert status(repo, repo.path) == []  # all of it taken out of the source
+    assert files_of(repo.checkout("wip"), expected) == expected
+    assert repo.ref_exists("refs/vibe/carried/wip")
+
+
 def test_a_carry_killed_before_creation_leaves_a_retry_possible(repo, vwt):
     repo.write("README.md", "# wip\n")
     killed = vwt("new", "wip", "--carry", env_extra={"VWT_CRASH_AT": "carry.captured"})

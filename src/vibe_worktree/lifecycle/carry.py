@@ -265,10 +265,14 @@ def finish(chosen: Plan, created: Created, move: bool, warn: Warn,
     """After the new worktree holds the work: with `move`, take it out of the source (in
     the room `filling` kept for it)."""
     captured = chosen.captured
-    if not created.created and captured.files and not _holds(created.path, chosen.work_tree):
+    resumed = _saved_by_a_killed_run(chosen, created) if move else None
+    if resumed is not None:  # its take-out may have been cut short: finish it from the ref
+        captured = resumed
+    elif not created.created and captured.files and not _holds(created.path,
+                                                                 chosen.work_tree):
         raise VwtError(f"{created.name} exists already and does not hold this work; nothing "
                        "carried (the source is untouched)")
-    if move and not created.created and captured.files:  # a killed run made it: finish it
+    elif move and not created.created and captured.files:  # a killed run made it: finish it
         save(captured, created.name)
     if not captured.files:
         warn(f"nothing to carry: {captured.source.checkout.path} has no uncommitted changes")
@@ -285,6 +289,34 @@ def finish(chosen: Plan, created: Created, move: bool, warn: Warn,
              f"they were carried: {', '.join(left[:5])}{' ...' if len(left) > 5 else ''} "
              f"(the carried version is in {ref})")
     return created._replace(carried=Carried(captured.files, True, ref, tuple(left)))
+
+
+def _saved_by_a_killed_run(chosen: Plan, created: Created) -> Captured | None:
+    """What a `--move` killed after saving `refs/vibe/carried/NAME` had captured, when the
+    worktree it made (reused now) holds exactly that work; None otherwise. Its take-out may
+    have put part of the work back as HEAD has it, so the source alone no longer says what
+    was carried: the saved commit does (its tree, and its second parent's: the index)."""
+    if created.created:
+        return None
+    source = chosen.captured.source
+    git = source.git
+    saved = g.commit_of(git, f"{CARRIED_PREFIX}{created.name}")
+    head = g.commit_of(git, f"{saved}^1") if saved else None
+    index = g.commit_of(git, f"{saved}^2") if saved else None
+    if saved is None or head is None or index is None:
+        return None
+    work_tree, index_tree = g.tree_of(git, saved), g.tree_of(git, index)
+    head_tree = g.tree_of(git, head)
+    staged = _differences(git, head_tree, index_tree)
+    files = _differences(git, head_tree, work_tree)
+    added = {p for p, s in staged.items() if s == "A"} | {p for p, s in files.items() if s == "A"}
+    captured = Captured(source, head, index_tree, work_tree, tuple(sorted({*staged, *files})),
+                        frozenset(added))
+    try:
+        wanted = plan(captured, chosen.start, None).work_tree
+    except VwtError:
+        return None
+    return captured if _holds(created.path, wanted) else None
 
 
 def _holds(checkout: str, work_tree: str) -> bool:
@@ -315,8 +347,13 @@ def take_out(captured: Captured) -> list[str]:
     if g.rev_parse(source.git, "HEAD") != captured.head:  # committed meanwhile: hands off
         return list(captured.files)
     index_now, work_now = g.map_parallel(lambda read: read(source), [_index_tree, _work_tree])
-    changed = {*_differences(source.git, captured.index_tree, index_now),
-               *_differences(source.git, captured.work_tree, work_now)}
+    head_tree = g.tree_of(source.git, captured.head)
+
+    def moved(carried: str, now: str) -> set[str]:  # neither as carried nor as HEAD has it
+        return (set(_differences(source.git, carried, now))
+                & set(_differences(source.git, head_tree, now)))
+
+    changed = moved(captured.index_tree, index_now) | moved(captured.work_tree, work_now)
     left = [p for p in captured.files if p in changed]
     revert = [p for p in captured.files if p not in changed]
     if revert:
@@ -340,6 +377,9 @@ def _revert(captured: Captured, paths: Sequence[str]) -> list[str]:
     done: list[str] = []
     # files HEAD lacks first: a folder that replaced a file must go before the file is back
     for path in sorted(paths, key=lambda p: (p not in captured.added, p)):
+        if _as_head_has_it(top, path, head.get(path)):  # taken out already (a killed run)
+            done.append(path)
+            continue
         if _not_a_folder_on_the_way(top, path) or not _take_aside(top, path, carried.get(path)):
             left.append(path)
             continue
@@ -355,6 +395,16 @@ def _revert(captured: Captured, paths: Sequence[str]) -> list[str]:
                 input="".join(f"{p}\0" for p in done), env=_LITERAL)
     checkpoint("move.unstaged")
     return left
+
+
+def _as_head_has_it(top: str, path: str, wanted: tuple[str, str] | None) -> bool:
+    """The source's file at `path` is HEAD's version already (absent, where HEAD has none)."""
+    full = os.path.join(top, path)
+    if wanted is None:
+        return not os.path.lexists(full)
+    if wanted[0] == g.GITLINK or not os.path.lexists(full):
+        return False
+    return not (os.path.isdir(full) and not os.path.islink(full)) and _same_as(full, *wanted)
 
 
 def _take_aside(top: str, path: str, carried: tuple[str, str] | None) -> bool:
