@@ -137,6 +137,32 @@ def test_new_killed_inside_git_checkout_is_never_recorded_ready(repo: GitRepo) -
     check_state(repo)
 
 
+def test_new_killed_while_git_held_the_new_branchs_lock_is_made_again(repo: GitRepo) -> None:
+    """Killed inside `git worktree add -b feat` while its `git branch` held
+    `refs/heads/feat.lock` (a reference-transaction hook of the repository's, which that git
+    runs as the user's own would, waits in `prepared`): `vwt new feat` again takes the dead
+    creator's reservation over, removes the lock (it holds the start commit, what that git
+    was writing) and makes the worktree."""
+    marker, gate = repo.sb.tmp / "inside-ref-update", repo.sb.tmp / "gate"
+    hook = repo.path / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(f"#!/bin/sh\n[ \"$1\" = prepared ] || exit 0\n"
+                    f"grep -q ' refs/heads/feat$' || exit 0\n"
+                    f"touch {marker}; while [ -e {gate} ]; do sleep 0.02; done\n")
+    hook.chmod(0o755)
+    gate.write_text("")
+    proc = start(repo, "new", "feat")
+    wait_for(marker, proc)
+    kill_group(proc)
+    gate.unlink()
+    hook.unlink()
+    lock = repo.common_dir / "refs" / "heads" / "feat.lock"
+    assert lock.read_text().strip() == repo.git("rev-parse", "HEAD")
+    again = vwt_json(repo, "new", "feat")
+    assert isinstance(again, dict) and again["created"] is True
+    assert again["branch_created"] is True and not lock.exists()
+    tracked_files_present(repo, Path(again["path"]))
+
+
 def test_prune_discards_a_creation_killed_inside_git_checkout(repo: GitRepo) -> None:
     repo.snapshot_branches()
     kill_inside_checkout(repo, "new", "-p", "fix the login")

@@ -371,6 +371,8 @@ def create_named(
                                               from_ref, fetch, out, sparse)
             record = _new_record(repo, name, branch,
                                  start.create_branch or outcome.branch_ours, dirs)
+            if outcome.taken_over and start.create_branch:  # its `git branch` was killed?
+                release_dead_ref_locks(repo.info.common_dir, None, branch, (start.commit,))
             return _finish(repo, claim, record, outcome.starting, start, out, fill, pool)
         # another process is creating or removing it right now: wait, then look again
         if not wait_for_holder_release(claim, outcome, STARTING_WAIT):
@@ -400,6 +402,7 @@ def _start_or_unreserve(
 class Reservation(NamedTuple):
     starting: Holder  # the `.starting` hold of the creation
     branch_ours: bool  # a dead creator's `git worktree add -b` made the branch
+    taken_over: bool = False  # a dead creator's reservation: its gits died with it
 
 
 def _claim_or_reuse(
@@ -482,7 +485,7 @@ def _resume_reservation(repo: Repo, claim: Claim, record: Record
     except BaseException:
         starting.release()
         raise
-    return Reservation(starting, branch_ours)
+    return Reservation(starting, branch_ours, taken_over=True)
 
 
 def _reservation_changed(claim: Claim, seen: Record) -> bool:
