@@ -504,6 +504,24 @@ def test_prune_removes_an_empty_folder_a_killed_creation_left(repo: GitRepo) -> 
     assert (full / "file.txt").read_text() == "someone's\n"
 
 
+def test_prune_removes_the_empty_folder_of_a_restore_killed_before_its_record(
+        repo: GitRepo) -> None:
+    """The campaign's seed 11343288 (a `restore` killed at 0.088 s, between taking the name
+    and writing its record): the removed worktree's recovery record made prune count the
+    empty folder as claimed, and doctor reported it for good."""
+    checkout = Path(vwt_json(repo, "new", "feat")["path"])  # type: ignore[index]
+    _write(checkout, DIRTY)
+    repo.ok("rm", "feat", "-y")
+    checkout.mkdir(parents=True)  # what the killed restore did: the name taken, no record
+    (repo.claim("feat") / "holders").mkdir(exist_ok=True)
+    (repo.claim("feat") / "holders" / ".starting").write_text("")
+    repo.ok("prune")
+    assert not checkout.exists() and repo.recovery_path("feat").exists()
+    doctor_healthy(repo)
+    repo.ok("restore", "feat")
+    assert _has(checkout, DIRTY)
+
+
 # ======================================================================= the kill campaign
 # Each scenario builds a fresh repository with the user's work in it, runs one command in a
 # process group of its own and SIGKILLs the group at a moment drawn (seeded) from 0 to the

@@ -261,9 +261,12 @@ def _tidy(root: Root, dry_run: bool, result: PruneResult, warn: Warn) -> list[En
 
 
 def _drop_empty_unclaimed_folders(root: Root, found: list[Entry]) -> None:
-    """`rmdir` the empty checkout folders no record names: a creation killed between taking
-    the name (`mkdir`) and writing its record, both under the `.prune` lock we hold."""
-    claimed = {(entry.claim.bucket, entry.name) for entry in found}
+    """`rmdir` the empty checkout folders no record names: a creation (or a restore) killed
+    between taking the name (`mkdir`) and writing its record, both under the `.prune` lock
+    we hold. A removed worktree's recovery record names no checkout: its folder is not
+    claimed by it (restore makes the folder anew)."""
+    claimed = {(entry.claim.bucket, entry.name) for entry in found
+               if entry.record is not None or entry.state == BROKEN}
     try:
         buckets = [b for b in os.listdir(root.path) if not b.startswith(".")]
     except OSError:
