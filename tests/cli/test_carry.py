@@ -299,6 +299,61 @@ def test_a_move_killed_while_taking_the_work_out_is_finished_by_running_it_again
     assert repo.ref_exists("refs/vibe/carried/wip")
 
 
+@pytest.mark.parametrize("filled", ["nothing", "part", "part and the user's file"])
+def test_a_move_killed_before_its_fill_then_adopted_by_prune_is_finished_by_running_it_again(
+        repo, vwt, filled):
+    """The kill campaign found it (seed 12701745, `new --move` killed at 0.104 s): prune
+    adopted the checkout git had finished but the carried work never reached (or reached
+    in part), and the rerun refused. It fills such a checkout (at the start point, holding
+    nothing but some of the work) and moves the work; anything else there is refused."""
+    expected = make_work(repo)
+    killed = vwt("new", "wip", "--move", env_extra={"VWT_CRASH_AT": "new.added"})
+    assert killed.code == -9
+    checkout = repo.checkout("wip")
+    if filled != "nothing":  # git had written some of the work when it was killed
+        (checkout / "README.md").write_text("# unstaged\n")
+        (checkout / "fresh").mkdir()
+        (checkout / "fresh/new.txt").write_text("new\n")
+    if filled == "part and the user's file":
+        (checkout / "mine.txt").write_text("the user's own\n")
+    vwt.ok("prune")  # adopts the checkout git finished
+    again = vwt("new", "wip", "--move", "--json")
+    if filled == "part and the user's file":
+        assert_error(again, 1)
+        assert (checkout / "mine.txt").read_text() == "the user's own\n"
+        assert files_of(repo.path, expected) == expected  # the source is untouched
+        return
+    assert again.code == 0, str(again)
+    assert status(repo, repo.path) == []
+    assert files_of(checkout, expected) == expected
+    assert repo.ref_exists("refs/vibe/carried/wip")
+
+
+def test_a_move_killed_while_a_source_file_was_set_aside_is_finished(repo, vwt):
+    """The kill campaign found it (seed 4484847, 0.126 s, and 0.130 to 0.141 s of later
+    tries): the take-out renames each source file aside, drops it when it is the carried
+    version, then writes HEAD's version through another hidden name; a kill in between left
+    a hidden file, or the path empty. The rerun drops an aside that is the carried version,
+    puts HEAD's where it is missing, and puts any other file back."""
+    expected = make_work(repo)
+    killed = vwt("new", "wip", "--move", env_extra={"VWT_CRASH_AT": "move.saved"})
+    assert killed.code == -9
+    (repo.path / "fresh/new.txt").rename(repo.path / "fresh/.new.txt.vwt-0123abcd")
+    (repo.path / "bin.dat").unlink()  # dropped; HEAD's version not written yet
+    (repo.path / "lib").mkdir(exist_ok=True)
+    (repo.path / "lib/.keep.txt.vwt-00112233").write_text("keep\n")  # HEAD's, on its way in
+    (repo.path / "README.md").rename(repo.path / ".README.md.vwt-89abcdef")
+    (repo.path / ".README.md.vwt-89abcdef").write_text("# saved again by the user\n")
+    again = vwt.new("wip", "--move")
+    assert again["carried"]["left_in_source"] == ["README.md"]
+    assert (repo.path / "README.md").read_text() == "# saved again by the user\n"
+    assert status(repo, repo.path) == [" M README.md"]
+    assert not (repo.path / "fresh").exists()
+    assert (repo.path / "bin.dat").read_bytes() == b"\0old"
+    assert (repo.path / "lib/keep.txt").read_text() == "keep\n"
+    assert files_of(repo.checkout("wip"), expected) == expected
+
+
 def test_a_carry_killed_before_creation_leaves_a_retry_possible(repo, vwt):
     repo.write("README.md", "# wip\n")
     killed = vwt("new", "wip", "--carry", env_extra={"VWT_CRASH_AT": "carry.captured"})

@@ -61,3 +61,45 @@ def _holds_one_of(path: str, allowed: set[str]) -> bool:
     finally:
         os.close(fd)
     return text.strip() in allowed
+
+
+def release_dead_creation_lock(common_dir: str, branch: str, tip: str | None,
+                               since: float) -> str | None:
+    """The lock a dead creation's `git worktree add -b` left on the branch it was making
+    (its `git branch`, or the checkout's reset of HEAD): removed when the branch does not
+    exist yet (`tip` None) and the lock, taken after the creation began (`since`, epoch
+    seconds), holds nothing or an object name; or when the branch exists and the lock
+    holds nothing or its tip (an update that changes nothing). Only for a creation whose
+    vwt is known to be dead and which made (or was making) that branch. Returns the path
+    removed, or None."""
+    path = branch_lock(common_dir, branch)
+    if path is None:
+        return None
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    if tip is not None:
+        allowed = {"", tip}
+    elif info.st_mtime >= since:
+        allowed = {"", _content(path)} if _is_object_name(_content(path)) else {""}
+    else:
+        return None
+    if not _holds_one_of(path, allowed):
+        return None
+    unlink_if_exists(path)
+    return path
+
+
+def _content(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(_MAX).strip()
+    except OSError:
+        return ""
+
+
+def _is_object_name(text: str) -> bool:
+    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)

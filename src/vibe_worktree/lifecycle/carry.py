@@ -267,13 +267,16 @@ def finish(chosen: Plan, created: Created, move: bool, warn: Warn,
     captured = chosen.captured
     resumed = _saved_by_a_killed_run(chosen, created) if move else None
     if resumed is not None:  # its take-out may have been cut short: finish it from the ref
+        _settle_cut_short_take_out(resumed)
         captured = resumed
-    elif not created.created and captured.files and not _holds(created.path,
-                                                                 chosen.work_tree):
-        raise VwtError(f"{created.name} exists already and does not hold this work; nothing "
-                       "carried (the source is untouched)")
-    elif move and not created.created and captured.files:  # a killed run made it: finish it
-        save(captured, created.name)
+    elif not created.created and captured.files:  # a killed run made it: finish it
+        if not _holds(created.path, chosen.work_tree):
+            if not _holds_part_of_it(chosen, created.path):
+                raise VwtError(f"{created.name} exists already and does not hold this work; "
+                               "nothing carried (the source is untouched)")
+            chosen.fill(created.path)  # the fill the killed run never did, or did in part
+        if move:
+            save(captured, created.name)
     if not captured.files:
         warn(f"nothing to carry: {captured.source.checkout.path} has no uncommitted changes")
         return created._replace(carried=Carried((), move, None))
@@ -317,6 +320,70 @@ def _saved_by_a_killed_run(chosen: Plan, created: Created) -> Captured | None:
     except VwtError:
         return None
     return captured if _holds(created.path, wanted) else None
+
+
+def _holds_part_of_it(chosen: Plan, checkout: str) -> bool:
+    """The checkout is at the start point and holds nothing but some of the work: every
+    path that differs from the start holds exactly what the work has there (a run killed
+    before or while it filled the checkout, which a prune then adopted). Filling it again
+    then writes only the work over the work."""
+    try:
+        found = open_source(checkout)
+        if g.rev_parse(found.git, "HEAD") != chosen.start:
+            return False
+        now = _work_tree(found)
+    except VwtError:
+        return False
+    git = found.git
+    touched = set(_differences(git, g.tree_of(git, chosen.start), now))
+    return not touched & set(_differences(git, now, chosen.work_tree))
+
+
+def _settle_cut_short_take_out(captured: Captured) -> None:
+    """What a take-out killed part-way left in the source, settled before it goes on. It
+    renames each file aside (`.<name>.vwt-<hex>`), drops it if it is the carried version,
+    then writes HEAD's version through another such name. An aside holding the carried
+    version goes (it is in the ref and in the worktree); one holding HEAD's goes to its path
+    when that is free, else goes too (HEAD has it); any other goes back to its path when
+    that is free, else stays. A carried file then missing where HEAD has one was dropped
+    before HEAD's version was written: HEAD's version is written."""
+    import re
+
+    git = captured.source.git
+    top = captured.source.checkout.path
+    carried, head = g.tree_entries(git, captured.work_tree), g.tree_entries(git, captured.head)
+    by_folder: dict[str, list[str]] = {}
+    for path in captured.files:
+        by_folder.setdefault(os.path.dirname(path), []).append(os.path.basename(path))
+    for folder, names in by_folder.items():
+        try:
+            present = os.listdir(os.path.join(top, folder))
+        except OSError:
+            present = []
+        for name in names:
+            aside = re.compile(rf"\.{re.escape(name)}\.vwt-[0-9a-f]{{8}}")
+            path = os.path.join(folder, name)
+            for found in filter(aside.fullmatch, present):
+                _settle_aside(top, path, os.path.join(top, folder, found), carried.get(path),
+                              head.get(path))
+    missing = [p for p in captured.files if p in carried and p in head
+               and head[p][0] != g.GITLINK and not os.path.lexists(os.path.join(top, p))]
+    contents = g.blob_contents(git, [head[p][1] for p in missing])
+    for path in missing:
+        _put_in_place(top, path, head[path][0], contents[head[path][1]])
+
+
+def _settle_aside(top: str, path: str, aside: str, carried: tuple[str, str] | None,
+                  head: tuple[str, str] | None) -> None:
+    full = os.path.join(top, path)
+    if carried is not None and _same_as(aside, *carried):
+        os.unlink(aside)
+        _remove_empty_folders(top, os.path.dirname(aside))
+    elif head is not None and head[0] != g.GITLINK and _same_as(aside, *head):
+        _place_back(aside, full)
+        unlink_if_exists(aside)  # still there: the path is taken, and HEAD has this version
+    else:
+        _place_back(aside, full)
 
 
 def _holds(checkout: str, work_tree: str) -> bool:
@@ -424,12 +491,16 @@ def _take_aside(top: str, path: str, carried: tuple[str, str] | None) -> bool:
         return False
     if _same_as(aside, *carried):
         os.unlink(aside)
-        parent = os.path.dirname(full)
-        while parent != top and parent.startswith(top + os.sep) and rmdir_if_empty(parent):
-            parent = os.path.dirname(parent)
+        _remove_empty_folders(top, os.path.dirname(full))
         return True
     _place_back(aside, full)
     return False
+
+
+def _remove_empty_folders(top: str, folder: str) -> None:
+    """`folder` and its parents up to `top` (never `top` itself), while they are empty."""
+    while folder != top and folder.startswith(top + os.sep) and rmdir_if_empty(folder):
+        folder = os.path.dirname(folder)
 
 
 def _beside(full: str) -> str:

@@ -336,10 +336,12 @@ def _settle_reservations(found: list[Entry], dry_run: bool, result: PruneResult,
             continue
         if STARTING in _live(entry):
             continue
-        if entry.recovery is not None and not dry_run:
-            _release_dead_restorers_branch_lock(entry, warn)
         # an adoption holds `.starting` from start to end: dead, it needs no grace period
         adopted = adoption.source_of(entry.record) is not None
+        if entry.recovery is not None and not dry_run:
+            _release_dead_restorers_branch_lock(entry, warn)
+        elif not adopted and not dry_run:
+            _release_dead_creators_branch_lock(entry, warn)
         if is_empty_dir(claim.checkout):
             if not adopted and now - entry.record.claimed_epoch() < RESERVATION_GRACE:
                 continue
@@ -380,6 +382,25 @@ def _release_dead_restorers_branch_lock(entry: Entry, warn: Warn) -> None:
     parent = commit_of(git, f"{snapshot}^1") if snapshot else None
     for path in release_dead_ref_locks(git.cwd, None, entry.record.branch, (parent,)):
         warn(f"{entry.name}: removed {path}, left by an interrupted restore")
+
+
+def _release_dead_creators_branch_lock(entry: Entry, warn: Warn) -> None:
+    """A creation killed while `git worktree add -b` held the lock of the branch it was
+    making (its creator is dead: no live `.starting`): see `release_dead_creation_lock`."""
+    from ..core.ref_locks import release_dead_creation_lock
+
+    assert entry.record is not None
+    if not entry.record.branch_created:
+        return
+    try:
+        git = repo_git_for(entry.claim, entry.record, None)
+        since = entry.record.claimed_epoch()
+    except (VwtError, ValueError):
+        return
+    path = release_dead_creation_lock(git.cwd, entry.record.branch,
+                                      g.branch_tip(git, entry.record.branch), since)
+    if path:
+        warn(f"{entry.name}: removed {path}, left by an interrupted creation")
 
 
 def _drop_branch_of_killed_add(entry: Entry) -> None:
