@@ -371,7 +371,9 @@ def create_named(
                                               from_ref, fetch, out, sparse)
             record = _new_record(repo, name, branch,
                                  start.create_branch or outcome.branch_ours, dirs)
-            if outcome.taken_over and start.create_branch:  # its `git branch` was killed?
+            if outcome.taken_over and record.branch_created:  # its `worktree add -b` killed?
+                # the lock holds the start (git branch making it, or the reset checking it
+                # out setting HEAD to it): start.commit either way
                 release_dead_ref_locks(repo.info.common_dir, None, branch, (start.commit,))
             return _finish(repo, claim, record, outcome.starting, start, out, fill, pool)
         # another process is creating or removing it right now: wait, then look again
