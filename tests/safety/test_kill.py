@@ -336,6 +336,27 @@ def test_a_branch_lock_holding_something_else_is_never_removed(repo: GitRepo) ->
     assert lock.read_text() == f"{other}\n"
 
 
+@pytest.mark.parametrize("branch", ["deleted", "still there"])
+def test_restore_after_an_rm_killed_while_deleting_the_branch(repo: GitRepo, branch: str) -> None:
+    """A random kill seed (12189236, `rm -y` at 0.129 s) left `refs/heads/feat.lock` of
+    rm's branch deletion (git takes it, empty, to delete the ref), and every restore failed.
+    With no removal alive, restore removes a lock on that branch holding nothing or the
+    snapshot's parent (the branch's tip when it was removed)."""
+    checkout = Path(vwt_json(repo, "new", "feat")["path"])  # type: ignore[index]
+    tip = repo.git("rev-parse", "feat")
+    _write(checkout, DIRTY)
+    repo.ok("rm", "feat", "-y")
+    if branch == "still there":  # killed before git removed the ref
+        repo.git("update-ref", "refs/heads/feat", tip)
+    lock = repo.common_dir / "refs" / "heads" / "feat.lock"
+    lock.write_text("")
+    repo.ok("prune")
+    doctor_healthy(repo)
+    restored = repo.vwt("restore", "feat", "--json")
+    assert restored.returncode == 0, str(restored)
+    assert _has(checkout, DIRTY) and not lock.exists()
+
+
 # ------------------------------------- a `sync` killed while it moves the worktree's files
 def kill_sync_inside_checkout(repo: GitRepo) -> Path:
     """`feat` has a commit of its own and main has moved on with new files, one of them a

@@ -562,6 +562,8 @@ def restore(repo: Repo, name: str, out: Output) -> Created:
         validate_for_reuse(claim, entry.record, repo.info.common_dir)
         unlink_if_exists(claim.recovery_path)
         return _created(repo, entry.record, True)
+    if not entry.has_holders:  # no removal alive: the lock a killed rm's branch deletion left
+        release_dead_ref_locks(repo.info.common_dir, None, entry.recovery.branch, (parent,))
     with prune_lock(repo.root):
         if load_entry(claim) != entry:
             raise VwtError(f"{name} changed while restoring; try again")
