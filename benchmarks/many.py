@@ -6,6 +6,7 @@ for (through `VWT_LOCK_TRACE`), the figures that say whether parallel sessions s
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -22,15 +23,20 @@ from benchmarks.sandbox import Sandbox
 SLOWEST_CALL_S = 10.0
 
 
-def _call(sb: Sandbox, args: list[str], cwd: Path, env: dict[str, str]) -> float:
-    """One vwt process, timed; plain subprocess so that several can run at once."""
+def _call(sb: Sandbox, args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """One vwt process: its wall time and its own peak RSS in MiB (from wait4, so the git
+    processes other benchmarks ran in this harness do not count)."""
     start = time.perf_counter()
-    done = subprocess.run([str(sb.tool), *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, check=False, timeout=300)
+    with subprocess.Popen([str(sb.tool), *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as proc:
+        assert proc.stderr is not None
+        stderr = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        raise BenchError(f"vwt {' '.join(args)} exited {done.returncode}: {done.stderr.strip()}")
-    return seconds
+    if proc.returncode != 0:
+        raise BenchError(f"vwt {' '.join(args)} exited {proc.returncode}: {stderr.strip()}")
+    return seconds, _mib(usage.ru_maxrss)
 
 
 class Cycles:
@@ -39,6 +45,7 @@ class Cycles:
     def __init__(self, sb: Sandbox, repos: list[Repo], count: int) -> None:
         self.sb, self.repos, self.count = sb, repos, count
         self.slowest = 0.0
+        self.peak_mib = 0.0
         self.trace = sb.path("lock-trace")
 
     def one(self, tag: str, i: int) -> None:
@@ -46,7 +53,9 @@ class Cycles:
         env = {**self.sb.env, "VWT_LOCK_TRACE": str(self.trace)}
         name = f"{tag}-{i:03d}"
         for args in (["new", name, "--no-fetch"], ["rm", name]):
-            self.slowest = max(self.slowest, _call(self.sb, args, repo.path, env))
+            seconds, mib = _call(self.sb, args, repo.path, env)
+            self.slowest = max(self.slowest, seconds)
+            self.peak_mib = max(self.peak_mib, mib)
 
     def run(self, tag: str, workers: int) -> Sample:
         start = time.perf_counter()
@@ -56,15 +65,11 @@ class Cycles:
         else:
             with ThreadPoolExecutor(workers) as pool:
                 list(pool.map(lambda i: self.one(tag, i), range(self.count)))
-        return Sample(time.perf_counter() - start, _children_peak_mib())
+        return Sample(time.perf_counter() - start, self.peak_mib)
 
 
-def _children_peak_mib() -> float:
-    """Peak RSS of the largest process waited for so far (here: the vwt calls)."""
-    import resource
-
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+def _mib(maxrss: int) -> float:
+    return maxrss / (1024 * 1024) if sys.platform == "darwin" else maxrss / 1024
 
 
 def lock_figures(trace: Path) -> list[str]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from benchmarks.cases import WARMUP, Config, claims_dir, forget_worktree, new_checkout, timed
-from benchmarks.fixtures import Repo, make_repo
+from benchmarks.cases import WARMUP, Config, new_checkout, timed
+from benchmarks.fixtures import Repo, claims_dir, forget_worktree, make_repo
 from benchmarks.measure import Outcome, Sample, alternate
 from benchmarks.proc import BenchError
 from benchmarks.sandbox import Sandbox
