@@ -118,6 +118,38 @@ def test_dry_run_reports_the_plan_and_changes_nothing(repo, vwt, layout):
     assert names(real["removed"]) == names(dry["removed"])
 
 
+def test_dry_run_shows_stale_holders_and_trash_that_prune_would_clear(repo, vwt, layout):
+    vwt.new("was-held")
+    stale = repo.holders_dir("was-held") / "hook-deps-999999"
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_text("{}\n")  # nobody holds its lock: stale
+    leftover = layout.trash / f"{repo.bucket}-gone-{'0' * 32}"
+    leftover.mkdir(parents=True)
+    plan = vwt.ok("prune", "--dry-run")
+    assert "would remove 1 stale holder file(s)" in plan.out
+    assert "would delete 1 leftover(s) of interrupted removals in .trash" in plan.out
+    assert "nothing to prune" not in plan.err
+    assert stale.exists() and leftover.exists()
+    done = vwt.ok("prune")
+    assert "removed 1 stale holder file(s)" in done.out and not stale.exists()
+    assert not leftover.exists()
+    assert "nothing to prune" in vwt.ok("prune", "--dry-run").err
+
+
+def test_dry_run_marks_worktrees_with_work_of_their_own(repo, vwt):
+    make_aged(repo, vwt, {"plain": 3, "busy": 2})
+    busy = repo.checkout("busy")
+    repo.commit("mine", {"mine.txt": "mine\n"}, cwd=busy)
+    repo.write("wip.txt", "wip\n", base=busy)
+    plan = vwt.ok("prune", "--keep", "0", "--dry-run").out.splitlines()
+    assert f"would remove {repo.bucket}/plain (retention)" in plan
+    assert (f"would remove {repo.bucket}/busy (retention; 1 uncommitted change(s), "
+            "1 commit(s) of its own, kept in its snapshot)") in plan
+    removed = {i["name"]: i for i in prune(vwt, "--keep", "0")["removed"]}
+    assert (removed["busy"]["changes"], removed["busy"]["ahead"]) == (1, 1)
+    assert (removed["plain"]["changes"], removed["plain"]["ahead"]) == (0, 0)
+
+
 def test_limit_comes_from_environment_variable(repo, vwt):
     make_aged(repo, vwt, {"a": 3, "b": 2, "c": 1})
     out = prune(vwt, env_extra={"VIBE_WORKTREE_LIMIT": "1"})
