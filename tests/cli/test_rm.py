@@ -212,8 +212,70 @@ def test_recovery_only_entry_is_forgotten_and_its_ref_kept(repo, vwt):
     assert not repo.recovery_path("old").exists()
     assert not repo.claim("old").exists()
     assert repo.rev("refs/vibe/reaped/old") == snapshot
+    assert result.json()["snapshot_ref"] == "refs/vibe/reaped/old"
+    assert "its snapshot stays at refs/vibe/reaped/old" in result.err
+    assert "git update-ref -d refs/vibe/reaped/old" in result.err
     assert vwt.entry("old") is None
     assert vwt.new("old")["created"] is True
+
+
+def test_rm_of_a_merged_snapshot_only_entry_deletes_its_snapshot(repo, vwt):
+    """Merge, then rm: main has all of it, so the ref goes too and doctor stays healthy."""
+    path = repo.checkout(vwt.new("alpha")["name"])
+    repo.commit("alpha work", {"alpha.txt": "alpha\n"}, cwd=path)
+    vwt.ok("merge", "alpha", "--no-fetch")
+    assert vwt.entry("alpha")["state"] == "snapshot"
+    result = rm(vwt, "alpha")
+    assert result.code == 0, str(result)
+    assert (result.json()["outcome"], result.json()["snapshot_ref"]) == ("forgotten", None)
+    assert "deleted its snapshot refs/vibe/reaped/alpha: the target branch already has" in (
+        result.err)
+    assert not repo.ref_exists("refs/vibe/reaped/alpha")
+    assert not repo.claim("alpha").exists()
+    assert vwt("doctor").code == 0, vwt("doctor").out
+    plain = vwt("rm", "alpha")  # nothing left: the name is unknown now
+    assert plain.code == 1
+
+
+def test_rm_of_a_pruned_untouched_entry_deletes_its_snapshot_even_off_the_target(repo, vwt):
+    """A snapshot that is exactly its base holds nothing, even when the target lacks that
+    base (a worktree started from another branch)."""
+    repo.git("branch", "side")
+    side = repo.commit("side only", {"side.txt": "side\n"})
+    repo.git("reset", "--hard", "HEAD~1")
+    repo.git("branch", "-f", "side", side)
+    vwt.new("idle", "--from", "side", "--no-fetch")
+    vwt.ok("prune", "--keep", "0")
+    assert repo.ref_exists("refs/vibe/reaped/idle")
+    result = vwt.ok("rm", "idle")
+    assert result.out == "forgotten idle\n"
+    assert "held nothing beyond the commit it started from" in result.err
+    assert not repo.ref_exists("refs/vibe/reaped/idle")
+    assert vwt("doctor").code == 0, vwt("doctor").out
+
+
+def test_clean_rm_drops_an_earlier_snapshot_that_is_exactly_its_base(repo, vwt):
+    repo.git("branch", "side")
+    side = repo.commit("side only", {"side.txt": "side\n"})
+    repo.git("reset", "--hard", "HEAD~1")
+    repo.git("branch", "-f", "side", side)
+    vwt.new("idle", "--from", "side", "--no-fetch")
+    vwt.ok("snapshot", "idle")
+    assert rm(vwt, "idle").json()["outcome"] == "removed"
+    assert not repo.ref_exists("refs/vibe/reaped/idle")
+    assert not repo.claim("idle").exists()
+
+
+def test_rm_of_a_pruned_entry_with_unlanded_commits_keeps_its_snapshot(repo, vwt):
+    path = repo.checkout(vwt.new("busy")["name"])
+    repo.commit("busy work", {"busy.txt": "busy\n"}, cwd=path)
+    vwt.ok("prune", "--keep", "0")
+    snapshot = repo.rev("refs/vibe/reaped/busy")
+    result = vwt.ok("rm", "busy")
+    assert result.out == "forgotten busy (snapshot refs/vibe/reaped/busy)\n"
+    assert "it has work the target branch lacks" in result.err
+    assert repo.rev("refs/vibe/reaped/busy") == snapshot
+    assert vwt("doctor").code == 1  # SPEC §11: forgetting unlanded work is not ordinary use
 
 
 def test_removal_works_from_inside_the_checkout(repo, vwt, layout):

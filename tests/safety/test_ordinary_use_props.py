@@ -3,8 +3,12 @@ reports healthy.
 
 Random sequences of `new` (with a background post_create hook that finishes, and `--carry`),
 `run`, `snapshot`, `rm`, `restore`, `merge`, `sync` (also stopped at a conflict and aborted),
-`prune`, and the user's own commits and edits, on a real repository with a real home per
-example. The default run is small (a few examples); the `slow` one tries many more.
+`prune`, pool use (`[pool] size` in the home's worktree.toml, `pool fill`, `pool drain`, `new`
+taking a ready entry) and the user's own commits and edits, on a real repository with a real
+home per example. The default run is small (a few examples); the `slow` one tries many more.
+
+Only what §11 calls ordinary is drawn: `rm` of a snapshot-only entry whose snapshot has work
+the target branch lacks (forgetting it keeps its ref on purpose) becomes `restore`.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+
+from conftest import is_locked
 
 NAMES = ("alpha", "beta")
 FLAGS = {
@@ -26,15 +32,18 @@ FLAGS = {
     "merge": ([], ["--commit"], ["--rebase"], ["--keep"]),
     "sync": ([], ["--stop-on-conflict"]),
     "prune": (["--keep", "0"], ["--keep", "1"], ["--merged"], ["--dry-run"]),
+    "pool": (["fill"], ["drain"], ["fill", "--size", "1"], ["status"]),
 }
-COMMANDS = ("new", "run", "snapshot", "rm", "restore", "merge", "sync", "prune")
+COMMANDS = ("new", "run", "snapshot", "rm", "restore", "merge", "sync", "prune", "pool")
 USER_ACTIONS = ("commit", "conflicting_commit", "edit", "main_moves", "main_edit", "abort")
 
 steps = st.one_of(
     st.tuples(st.sampled_from(COMMANDS), st.sampled_from(NAMES), st.integers(0, 3)),
     st.tuples(st.sampled_from(USER_ACTIONS), st.sampled_from(NAMES), st.integers(0, 3)),
 )
-sequences = st.tuples(st.booleans(), st.lists(steps, min_size=1, max_size=7))
+Step = tuple[str, str, int]
+# (background hook?, `[pool] size`, steps)
+sequences = st.tuples(st.booleans(), st.integers(0, 2), st.lists(steps, min_size=1, max_size=7))
 BACKGROUND_HOOK = ('[[hooks]]\nname = "deps"\ntype = "post_create"\n'
                    'command = "echo installing; sleep 0.2; echo done"\nbackground = true\n')
 
@@ -42,12 +51,13 @@ BACKGROUND_HOOK = ('[[hooks]]\nname = "deps"\ntype = "post_create"\n'
 class Session:
     """One example: a repository and a home of its own; the vwt fixture runs the commands."""
 
-    def __init__(self, make_repo: Any, vwt: Any, where: str, hook: bool) -> None:
+    def __init__(self, make_repo: Any, vwt: Any, where: str, hook: bool, pool: int = 0) -> None:
         self.repo = make_repo(f"{where}/repo", commits=2)
         self.home = self.repo.path.parent / "vibe"
         self.home.mkdir()
-        if hook:
-            (self.home / "worktree.toml").write_text(BACKGROUND_HOOK)
+        config = (f"[pool]\nsize = {pool}\n\n" if pool else "") + (BACKGROUND_HOOK if hook else "")
+        if config:
+            (self.home / "worktree.toml").write_text(config)
         self.vwt = vwt
         self.env = {"VIBE_HOME": str(self.home)}
         self.log: list[str] = []
@@ -59,9 +69,12 @@ class Session:
         return result
 
     def checkout(self, name: str) -> Path | None:
+        return Path(row["path"]) if (row := self.row(name, "ready")) else None
+
+    def row(self, name: str, state: str) -> dict[str, Any] | None:
         for row in json.loads(self.run("list", "--json").out):
-            if row["name"] == name and row["state"] == "ready":
-                return Path(row["path"])
+            if row["name"] == name and row["state"] == state:
+                return dict(row)
         return None
 
     def git(self, *args: str, cwd: Path) -> None:
@@ -74,12 +87,22 @@ class Session:
             extra = flags[variant % len(flags)]
             if action == "run":
                 self.run("run", name, "--", "true")
-            elif action == "prune":
-                self.run("prune", *extra)
+            elif action in ("prune", "pool"):
+                self.run(action, *extra)
+            elif action == "rm" and self.row(name, "snapshot") and not self.landed(name):
+                self.run("restore", name)  # forgetting unlanded work is not ordinary (§11)
             else:
                 self.run(action, name, *extra)
             return
         self.user_action(action, name, variant)
+
+    def landed(self, name: str) -> bool:
+        """Merging the snapshot into main would change nothing: main has all of it (checked
+        with git alone, not with vwt's own integration checks)."""
+        snapshot = self.repo.git("rev-parse", f"refs/vibe/reaped/{name}").strip()
+        merged = self.repo.git("merge-tree", "--write-tree", "main", snapshot, check=False)
+        return merged.split("\n", 1)[0].strip() == self.repo.git(
+            "rev-parse", "main^{tree}").strip()
 
     def user_action(self, action: str, name: str, variant: int) -> None:
         main = self.repo.path
@@ -116,9 +139,14 @@ class Session:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             rows = json.loads(self.run("list", "--json").out)
-            if not any(row["hooks_running"] for row in rows):
+            if not any(row["hooks_running"] for row in rows) and not self.filling():
                 break
             time.sleep(0.1)
+
+    def filling(self) -> bool:
+        """A background filler `new` started holds or waits for a pool's lock."""
+        locks = (self.home / "worktrees" / ".pool").glob("*/.fill*")
+        return any(is_locked(lock) for lock in locks)
 
     def doctor(self) -> dict[str, Any]:
         result = self.run("doctor", "--json")
@@ -132,8 +160,8 @@ def _rebasing(path: Path) -> bool:
 
 
 def check_sequence(make_repo: Any, vwt: Any, counter: Any, hook: bool,
-                   sequence: list[tuple[str, str, int]]) -> None:
-    session = Session(make_repo, vwt, f"ex{next(counter)}", hook)
+                   sequence: list[Step], pool: int = 0) -> None:
+    session = Session(make_repo, vwt, f"ex{next(counter)}", hook, pool)
     for action, name, variant in sequence:
         session.step(action, name, variant)
     session.finish()
@@ -146,19 +174,35 @@ SETTINGS = dict(deadline=None, derandomize=True, database=None,
                                        HealthCheck.too_slow])
 
 
+# The two sequences an audit found failing (merge or prune, then rm of what they left), and
+# pool use: a `new` taking a ready entry, the background refill, a drain.
+MERGE_THEN_RM = (False, 0, [("new", "alpha", 0), ("commit", "alpha", 1), ("merge", "alpha", 0),
+                            ("rm", "alpha", 0)])
+PRUNE_THEN_RM = (False, 0, [("new", "alpha", 0), ("prune", "alpha", 0), ("rm", "alpha", 0)])
+UNLANDED_RM = (False, 0, [("new", "alpha", 0), ("commit", "alpha", 1), ("prune", "alpha", 0),
+                          ("rm", "alpha", 0)])
+POOL_TAKEN = (True, 1, [("pool", "alpha", 0), ("new", "alpha", 0), ("commit", "alpha", 1),
+                        ("merge", "alpha", 0), ("pool", "alpha", 1), ("new", "beta", 0),
+                        ("rm", "alpha", 0)])
+
+
 @settings(max_examples=6, **SETTINGS)  # type: ignore[arg-type]
 @given(sequences)
+@example(MERGE_THEN_RM)
+@example(PRUNE_THEN_RM)
+@example(UNLANDED_RM)
+@example(POOL_TAKEN)
 def test_ordinary_commands_leave_doctor_healthy(make_repo, vwt, sequence) -> None:  # type: ignore[no-untyped-def]
-    hook, steps_ = sequence
-    check_sequence(make_repo, vwt, _counter(vwt), hook, steps_)
+    hook, pool, steps_ = sequence
+    check_sequence(make_repo, vwt, _counter(vwt), hook, steps_, pool)
 
 
 @pytest.mark.slow
 @settings(max_examples=60, **SETTINGS)  # type: ignore[arg-type]
 @given(sequences)
 def test_many_ordinary_sequences_leave_doctor_healthy(make_repo, vwt, sequence) -> None:  # type: ignore[no-untyped-def]
-    hook, steps_ = sequence
-    check_sequence(make_repo, vwt, _counter(vwt), hook, steps_)
+    hook, pool, steps_ = sequence
+    check_sequence(make_repo, vwt, _counter(vwt), hook, steps_, pool)
 
 
 def _counter(vwt: Any) -> Any:
@@ -176,4 +220,36 @@ def test_the_issue_sequence_leaves_doctor_healthy(make_repo, vwt) -> None:  # ty
                  ("prune", "beta", 3)]:
         session.step(*step)
     session.finish()
+    assert session.doctor()["healthy"], session.log
+
+
+@pytest.mark.parametrize("sequence", [MERGE_THEN_RM[2], PRUNE_THEN_RM[2]],
+                         ids=["merge_then_rm", "prune_then_rm"])
+def test_rm_of_what_merge_or_prune_left_is_ordinary(make_repo, vwt, sequence) -> None:  # type: ignore[no-untyped-def]
+    """The `rm` really runs (the snapshot is landed, so it is not turned into `restore`), and
+    leaves no snapshot ref behind."""
+    session = Session(make_repo, vwt, f"rm-{len(sequence)}", hook=False)
+    for step in sequence:
+        session.step(*step)
+    assert session.log[-1] == "vwt rm alpha -> 0"
+    assert not session.repo.ref_exists("refs/vibe/reaped/alpha")
+    assert session.doctor()["healthy"], session.log
+
+
+def test_rm_of_a_snapshot_only_entry_with_unlanded_work_is_drawn_as_restore(make_repo, vwt) -> None:  # type: ignore[no-untyped-def]
+    session = Session(make_repo, vwt, "unlanded", hook=False)
+    for step in UNLANDED_RM[2]:
+        session.step(*step)
+    assert session.log[-1] == "vwt restore alpha -> 0"
+    assert session.checkout("alpha") is not None
+    assert session.doctor()["healthy"], session.log
+
+
+def test_a_new_from_the_pool_and_its_refill_leave_doctor_healthy(make_repo, vwt) -> None:  # type: ignore[no-untyped-def]
+    session = Session(make_repo, vwt, "pool", hook=True, pool=1)
+    session.step("pool", "alpha", 0)
+    created = json.loads(session.run("new", "alpha", "--json").out)
+    assert created["pooled"] is True
+    session.finish()
+    assert json.loads(session.run("pool", "--json").out)["pools"][0]["ready"] == 1  # refilled
     assert session.doctor()["healthy"], session.log

@@ -303,7 +303,9 @@ DESCRIPTIONS = {
         "commits would be lost: nothing changed; ask the user, then call again with "
         "`confirm: true`, which snapshots the work first so `restore` can undo it), "
         "kept_in_use (another live session holds it; never overridden), not_found, or "
-        "forgotten. A branch that existed before is kept unless `delete_branch`. Returns "
+        "forgotten (a snapshot-only entry: its snapshot ref is deleted too when the target "
+        "branch already has all of it, else it stays and snapshot_ref names it). A branch "
+        "that existed before is kept unless `delete_branch`. Returns "
         "{name, outcome, branch_deleted, snapshot_ref, message}."
     ),
     "snapshot": (

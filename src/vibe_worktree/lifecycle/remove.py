@@ -18,7 +18,7 @@ from ..core.errors import HeldError, ValidationFailed, VwtError
 from ..core.faults import checkpoint
 from ..core.files import copy_index
 from ..core.layout import Claim, Root, ensure_dir, rmdir_if_empty, unlink_if_exists
-from ..core.locks import REMOVING, Holder, acquire_holder
+from ..core.locks import REMOVING, Holder, acquire_holder, prune_lock
 from ..core.records import Record, Recovery, utc_now, write_recovery
 from .worktrees import (
     MISSING,
@@ -32,6 +32,7 @@ from .worktrees import (
     housekeeping_git,
     inspect_checkout,
     inspect_missing,
+    load_entry,
     not_found,
     repo_git_for,
     validate_checkout,
@@ -396,13 +397,79 @@ def _earlier_snapshots(unsaved: Sequence[Doomed]) -> list[tuple[g.Git, str, str]
         commit = g.commit_of(item.target.repo_git, claim.snapshot_ref)
         if commit is None:
             continue
-        from ..core.integration import integrated
-
-        if integrated(item.target.repo_git, commit) is not None:
+        if snapshot_landed(item.target.repo_git, commit, item.target.record.base_commit):
             doomed.append((item.target.repo_git, claim.snapshot_ref, commit))
         else:
             write_recovery(claim.recovery_path, recovery_for(item.target, claim.snapshot_ref))
     return doomed
+
+
+BASE_ONLY = "base_only"  # the snapshot is its base commit's tree on that commit
+
+
+def snapshot_landed(repo_git: g.Git, commit: str, base_commit: str | None) -> str | None:
+    """Why deleting snapshot `commit` loses nothing, or None when it may hold work: it is
+    exactly its base (no commit or change of its own), or the target branch already has
+    all of it, uncommitted files included (any §8 integration reason of the snapshot
+    commit itself, whose tree is the worktree's full state)."""
+    if base_commit and g.commit_of(repo_git, f"{commit}^1") == base_commit:
+        trees = g.trees_of(repo_git, [commit, base_commit])
+        if trees[0] is not None and trees[0] == trees[1]:
+            return BASE_ONLY
+    from ..core.integration import integrated
+
+    return integrated(repo_git, commit)
+
+
+def _forget(entry: Entry) -> Removal:
+    """`rm` of a snapshot-only entry: drop its recovery record, and its snapshot ref too
+    when that loses nothing (SPEC §11: a merged-then-removed worktree leaves doctor
+    healthy). A snapshot with work the target lacks stays: vwt deletes no work that has no
+    other copy, and doctor names it with the command that drops it."""
+    claim = entry.claim
+    assert entry.recovery is not None
+    ref = entry.recovery.snapshot_ref
+    repo_git, commit = _snapshot_of(entry)
+    reason = None
+    if repo_git is not None and commit is not None:
+        reason = snapshot_landed(repo_git, commit, entry.recovery.base_commit)
+    with prune_lock(claim.root):  # restore reserves under it: never half a restore
+        if load_entry(claim) != entry:
+            raise VwtError(f"{claim.name} changed while removing it; try again")
+        # the ref first: a run killed in between leaves a recovery record a retry drops
+        dropped = (reason is not None and repo_git is not None and commit is not None
+                   and g.delete_ref(repo_git, ref, commit))
+        os.unlink(claim.recovery_path)
+    tidy_claim_folders(claim)
+    if dropped:
+        assert reason is not None
+        return Removal(claim.name, FORGOTTEN, False, None,
+                       f"forgot {claim.name} and deleted its snapshot {ref}: "
+                       f"{_why_nothing_lost(reason)}")
+    if repo_git is not None and commit is None:
+        return Removal(claim.name, FORGOTTEN, False, None,
+                       f"forgot {claim.name}; its snapshot {ref} was already gone")
+    why = "it has work the target branch lacks" if repo_git else "its repository is gone"
+    return Removal(claim.name, FORGOTTEN, False, ref,
+                   f"forgot {claim.name}; its snapshot stays at {ref}, as {why} (vwt doctor "
+                   f"lists it as stray_snapshot until git update-ref -d {ref})")
+
+
+def _snapshot_of(entry: Entry) -> tuple[g.Git | None, str | None]:
+    """The entry's repository (None when it cannot be reached) and snapshot commit (None
+    when its ref is gone)."""
+    assert entry.recovery is not None
+    try:
+        repo_git = repo_git_for(entry.claim, entry.recovery, None)
+    except VwtError:
+        return None, None
+    return repo_git, g.commit_of(repo_git, entry.recovery.snapshot_ref)
+
+
+def _why_nothing_lost(reason: str) -> str:
+    if reason == BASE_ONLY:
+        return "it held nothing beyond the commit it started from"
+    return f"the target branch already has all of it ({reason})"
 
 
 def _unregister(repo_git: g.Git, checkouts: list[str]) -> None:
@@ -480,10 +547,7 @@ def remove_worktree(
         if delete_leftover_trash(claim):  # a retry of a removal that was interrupted
             assert entry.recovery is not None
             return Removal(claim.name, REMOVED, False, entry.recovery.snapshot_ref)
-        os.unlink(claim.recovery_path)
-        tidy_claim_folders(claim)
-        return Removal(claim.name, FORGOTTEN, False, None,
-                       f"forgot {claim.name}; its snapshot stays at {claim.snapshot_ref}")
+        return _forget(entry)
     try:
         removing = acquire_removal(claim, ignore_holders)
     except HeldError as exc:

@@ -247,8 +247,10 @@ def validate_for_reuse(claim: Claim, record: Record, common_dir: str) -> Checkou
     return checkout
 
 
-def repo_git_for(claim: Claim, record: Record | None, checkout: Checkout | None) -> g.Git:
-    """A git runner for the claim's repository, proven to map to the claim's bucket."""
+def repo_git_for(claim: Claim, record: Record | Recovery | None,
+                 checkout: Checkout | None) -> g.Git:
+    """A git runner for the claim's repository (the one its record or recovery record
+    names), proven to map to the claim's bucket."""
     if checkout is not None:
         return g.Git(checkout.common_dir)
     if record is None or not os.path.isdir(record.repo_root):
