@@ -8,6 +8,8 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from conftest import tree_files
 
 SYNC_KEYS = {"name", "outcome", "onto", "head", "conflicts"}
@@ -217,3 +219,69 @@ def test_new_of_a_worktree_whose_sync_is_stopped_names_the_way_out(repo, vwt):
     assert result.code == 1
     assert result.err.startswith("vwt: error: a sync of feat is stopped at a conflict"), result.err
     assert "vwt sync feat --continue" in result.err
+
+
+def release_branch_conflicting_with_feat(repo):
+    """A `rel` branch (main plus one commit) whose README.md conflicts with feat's."""
+    repo.git("checkout", "-q", "-b", "rel")
+    repo.commit("rel: README.md", {"README.md": "rel version\n"})
+    repo.git("checkout", "-q", "main")
+    assert repo.rev("rel") != repo.rev("main")
+
+
+def continue_onto(repo, vwt, output):
+    """`sync feat --continue` to its end: the `onto` it reports, as JSON or in plain output."""
+    if output == "json":
+        done = sync(vwt, "feat", "--continue")
+        assert done["outcome"] == "synced"
+        return done["onto"]
+    done = vwt("sync", "feat", "--continue")
+    assert done.code == 0, str(done)
+    printed = re.fullmatch(r"synced feat onto (\S+): (\w+)\n", done.out)
+    assert printed and printed[2] == repo.rev("feat"), done.out
+    return printed[1]
+
+
+@pytest.mark.parametrize("output", ["json", "plain"])
+def test_continue_of_a_sync_stopped_onto_a_named_branch_reports_that_branch(repo, vwt, output):
+    path = Path(vwt.new("feat")["path"])
+    repo.commit("feat: README.md", {"README.md": "feat version\n"}, cwd=path)
+    release_branch_conflicting_with_feat(repo)
+    stopped = sync(vwt, "feat", "--onto", "rel", "--stop-on-conflict", "--no-fetch", code=1)
+    assert stopped["onto"] == "rel"
+    resolve(repo, path, "README.md")
+    assert continue_onto(repo, vwt, output) == "rel"
+    assert repo.rev("feat~1") == repo.rev("rel")
+
+
+@pytest.mark.parametrize("output", ["json", "plain"])
+def test_continue_after_the_target_moved_while_resolving_still_names_it(repo, vwt, output):
+    path = conflicting(repo, vwt)
+    assert sync(vwt, "feat", "--stop-on-conflict", "--no-fetch", code=1)["onto"] == "main"
+    stopped_onto = repo.rev("main")
+    repo.commit("main moves on", {"later.txt": "later\n"})  # while the user resolves
+    resolve(repo, path, "README.md")
+    assert continue_onto(repo, vwt, output) == "main"
+    assert repo.rev("feat~1") == stopped_onto  # onto the commit the stop used
+    assert repo.record("feat")["base_commit"] == stopped_onto
+
+
+def test_abort_of_a_sync_stopped_onto_a_named_branch_reports_that_branch(repo, vwt):
+    path = Path(vwt.new("feat")["path"])
+    repo.commit("feat: README.md", {"README.md": "feat version\n"}, cwd=path)
+    release_branch_conflicting_with_feat(repo)
+    sync(vwt, "feat", "--onto", "rel", "--stop-on-conflict", "--no-fetch", code=1)
+    assert sync(vwt, "feat", "--abort")["onto"] == "rel"
+
+
+def test_continue_of_a_stop_without_its_note_names_a_branch_at_its_commit(repo, vwt):
+    """A stop whose note is missing (made by an older vwt, or a failed write) is named after
+    a branch whose tip it rebases onto, not shown as a commit."""
+    path = Path(vwt.new("feat")["path"])
+    repo.commit("feat: README.md", {"README.md": "feat version\n"}, cwd=path)
+    release_branch_conflicting_with_feat(repo)
+    sync(vwt, "feat", "--onto", "rel", "--stop-on-conflict", "--no-fetch", code=1)
+    admin = Path(repo.git("rev-parse", "--absolute-git-dir", cwd=path))
+    (admin / "rebase-merge" / "vwt-onto").unlink()
+    resolve(repo, path, "README.md")
+    assert sync(vwt, "feat", "--continue")["onto"] == "rel"

@@ -737,6 +737,19 @@ def delete_ref(git: Git, ref: str, expected: str) -> bool:
     return git.ok("update-ref", "-d", ref, expected)
 
 
+def branch_pointing_at(git: Git, commit: str) -> str | None:
+    """The short name of a branch whose tip is `commit` (a local one first, then a
+    remote-tracking one), or None."""
+    out = git.out("for-each-ref", f"--points-at={commit}", "--format=%(refname)",
+                  "refs/heads/", "refs/remotes/")
+    refs = [r for r in out.splitlines() if r and not r.endswith("/HEAD")]
+    for prefix in ("refs/heads/", "refs/remotes/"):
+        for ref in refs:
+            if ref.startswith(prefix):
+                return ref[len(prefix):]
+    return None
+
+
 def ref_names(git: Git, prefix: str) -> list[str]:
     """Full names of the refs under `prefix` (such as `refs/vibe/reaped/`), sorted."""
     out = git.out("for-each-ref", "--format=%(refname)", prefix)

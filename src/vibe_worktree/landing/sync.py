@@ -190,7 +190,24 @@ def _stop(claim: Claim, target: Target, git: g.Git, result: SyncResult, onto: st
             f"never runs; nothing changed (rebase by hand in {target.checkout.path}: "
             f"git rebase {result.onto})"))
     done = g.rebase_onto(git, onto, upstream)
+    _keep_label(target.checkout, result.onto)
     return _after_rebase(claim, target, git, result, onto, done)
+
+
+ONTO_LABEL = "vwt-onto"  # in git's rebase state folder: it lives and goes with the rebase
+
+
+def _keep_label(checkout: Checkout, label: str) -> None:
+    """Note the short name the stop rebased onto (`release` for `--onto release`), so
+    `--continue` and `--abort` report the same name even once that branch has moved on."""
+    folder = _state_folder(checkout)
+    if folder is None:  # the rebase completed: nothing to resume
+        return
+    try:
+        with open(os.path.join(folder, ONTO_LABEL), "w", encoding="utf-8") as note:
+            note.write(f"{label}\n")
+    except OSError:  # only a label: `_onto_label` falls back to naming the commit
+        pass
 
 
 def _after_rebase(claim: Claim, target: Target, git: g.Git, result: SyncResult, onto: str,
@@ -239,32 +256,50 @@ def _resume(claim: Claim, target: Target, tips: Tips, action: str) -> SyncResult
     if head_name != f"refs/heads/{target.record.branch}":
         raise VwtError(f"the rebase stopped in {checkout.path} is not of {claim.name}'s branch "
                        f"{target.record.branch}; finish it with git rebase --{action} there")
-    result = SyncResult(claim.name, "", _onto_label(git, tips, onto), head)
+    result = SyncResult(claim.name, "", _onto_label(git, tips, onto, checkout), head)
     if action == ABORT:
         g.rebase_abort(git)
         return result._replace(outcome=ABORTED, head=g.rev_parse(git, "HEAD"))
     return _after_rebase(claim, target, git, result, onto, g.rebase_continue(git))
 
 
-def _rebase_state(checkout: Checkout) -> tuple[str, str] | None:
-    """(onto commit, the rebased branch's ref) of the rebase stopped in the checkout."""
+def _state_folder(checkout: Checkout) -> str | None:
+    """git's folder of the rebase in progress in the checkout, if any."""
     for state in ("rebase-merge", "rebase-apply"):
         folder = os.path.join(checkout.admin_dir, state)
-        try:
-            with open(os.path.join(folder, "onto"), encoding="utf-8") as onto, \
-                 open(os.path.join(folder, "head-name"), encoding="utf-8") as head_name:
-                return onto.read().strip(), head_name.read().strip()
-        except OSError:
-            continue
+        if os.path.isdir(folder):
+            return folder
     return None
 
 
-def _onto_label(git: g.Git, tips: Tips, onto: str) -> str:
-    """The short name of what a stopped rebase goes onto: `<remote>/T` or T when it is one
-    of their tips, else the commit."""
+def _rebase_state(checkout: Checkout) -> tuple[str, str] | None:
+    """(onto commit, the rebased branch's ref) of the rebase stopped in the checkout."""
+    folder = _state_folder(checkout)
+    if folder is None:
+        return None
+    try:
+        with open(os.path.join(folder, "onto"), encoding="utf-8") as onto, \
+             open(os.path.join(folder, "head-name"), encoding="utf-8") as head_name:
+            return onto.read().strip(), head_name.read().strip()
+    except OSError:
+        return None
+
+
+def _onto_label(git: g.Git, tips: Tips, onto: str, checkout: Checkout) -> str:
+    """The short name of what a stopped rebase goes onto: the one its stop noted, else
+    `<remote>/T` or T when it is one of their tips, else a branch whose tip it is, else
+    the commit."""
+    folder = _state_folder(checkout)
+    try:
+        with open(os.path.join(folder or "", ONTO_LABEL), encoding="utf-8") as note:
+            label = note.read().strip()
+    except OSError:
+        label = ""
+    if label:
+        return label
     found = tips.target
     if onto == found.remote_commit and found.remote_name:
         return found.remote_name
     if onto == found.commit:
         return found.branch
-    return onto
+    return g.branch_pointing_at(git, onto) or onto
