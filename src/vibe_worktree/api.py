@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from .agents.activity import Activity
     from .agents.adopt import AdoptResult
     from .agents.foreign import Foreign
+    from .agents.host import Host
     from .core.integration import Integration, Tips
     from .core.records import Record
     from .health.doctor import Report as DoctorReport
@@ -347,7 +348,7 @@ class Worktrees:
                branch: str | None = None, from_ref: str | None = None,
                fetch: bool = True, hooks: bool = True, ask: Ask | None = None,
                sparse: Sequence[str] | None = None, pr: int | None = None,
-               carry: bool = False, move: bool = False) -> Created:
+               carry: bool = False, move: bool = False, host: Host | None = None) -> Created:
         """Create a worktree (or reuse NAME after validating it).
 
         `hooks`: run the post_create hooks of a new worktree. `ask`: called with an
@@ -358,7 +359,8 @@ class Worktrees:
         the uncommitted work of the checkout containing `cwd` into the new worktree (a new
         branch from that checkout's HEAD, or `from_ref` when the work applies to it cleanly);
         `move`: the same, then take that work out of the source (saved first to
-        `refs/vibe/carried/NAME`). See `Created.carried`.
+        `refs/vibe/carried/NAME`). See `Created.carried`. `host`: the agent process this
+        worktree is made for; a background post_create hook is stopped when it dies.
         """
         from .lifecycle import create as _create  # only creating pays for it
 
@@ -414,7 +416,7 @@ class Worktrees:
             finally:
                 filling.give_room_back()
         if hooks and created.created:
-            created = self._post_create(created, ask)
+            created = self._post_create(created, ask, host)
         if pool and created.created:
             self._refill(created)
         return created
@@ -454,14 +456,15 @@ class Worktrees:
         created = _create.restore(self.repo, name, self._output)
         return self._post_create(created, ask) if hooks else created
 
-    def _post_create(self, created: Created, ask: Ask | None) -> Created:
+    def _post_create(self, created: Created, ask: Ask | None,
+                     host: Host | None = None) -> Created:
         if not created.sparse and not _any_hooks_file(self.root.home, created.path):
             return created
         from .lifecycle import hooks as _hooks
 
         ctx = _hooks.context(self.root.home, created.bucket, created.name, created.branch,
                              created.path, created.repo_root, created.base_commit)
-        runner = _hooks.Runner(self.root.home, self.warn, ask)
+        runner = _hooks.Runner(self.root.home, self.warn, ask, host)
         claim = self.root.claim(created.bucket, created.name)
         reuse = None
         if created.taken is not None:  # the pool ran them: again only where inputs changed

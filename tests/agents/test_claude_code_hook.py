@@ -286,6 +286,64 @@ def test_no_watcher_outlives_its_agent(vwt, repo, fake_host):
     wait_until(lambda: not _running(watcher), 2.5)
 
 
+# -- a background post_create hook lives no longer than its agent ------------------------------
+def _background_hook(sandbox, command: str = "sleep 30") -> None:  # type: ignore[no-untyped-def]
+    # a user hook: the user's own file needs no approval
+    sandbox.vibe_home.mkdir(parents=True, exist_ok=True)
+    (sandbox.vibe_home / "worktree.toml").write_text(
+        f'[[hooks]]\nname = "slow"\ntype = "post_create"\ncommand = {json.dumps(command)}\n'
+        'background = true\ntimeout = 60\n')
+
+
+def _processes_in(path: Path) -> list[int]:
+    """Live processes whose current folder is `path`: the hook's supervisor and the hook
+    (the session's watcher sits in /)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{entry}/cwd") == str(path) and _running(int(entry)):
+                found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def _hook_holders(repo: Repo, name: str) -> list[str]:
+    return [h for h in _holder_files(repo, name) if h.startswith("hook-")]
+
+
+@pytest.mark.parametrize(("command", "how"), [
+    ("sleep 30", "(SIGTERM)"),
+    ("trap '' TERM; sleep 30", "(SIGKILL after 1 s)"),  # sleep inherits the ignored TERM
+])
+def test_a_background_hook_is_stopped_when_its_agent_dies(vwt, repo, sandbox, fake_host,
+                                                          command, how):
+    _background_hook(sandbox, command)
+    host = fake_host(payload("WorktreeCreate", cwd=repo.path, name="busy"))
+    path = Path(host.out.strip())
+    wait_until(lambda: len(_processes_in(path)) >= 2, 10)  # the supervisor and sleep 30
+    assert len(_hook_holders(repo, "busy")) == 1
+    host.kill()
+    took = wait_until(lambda: not _processes_in(path) and not _hook_holders(repo, "busy"), 2.5)
+    print(f"the hook was stopped {took:.2f} s after the agent was killed")
+    log = sandbox.vibe_home / "logs" / "worktree" / repo.bucket / "busy" / "slow.log"
+    assert f"the agent process {host.pid} ended" in log.read_text() and how in log.read_text()
+    vwt.ok("rm", "busy", "-y", cwd=repo.path)
+
+
+def test_a_background_hook_runs_on_while_its_agent_lives(vwt, repo, sandbox, fake_host):
+    _background_hook(sandbox)
+    host = fake_host(payload("WorktreeCreate", cwd=repo.path, name="lively"))
+    path = Path(host.out.strip())
+    wait_until(lambda: len(_processes_in(path)) >= 2, 10)
+    time.sleep(1.5)
+    assert len(_processes_in(path)) >= 2, "the hook stopped while its agent lives"
+    assert [h for h in _hook_holders(repo, "lively")
+            if repo.holders_dir("lively") / h in repo.live_holders("lively")]
+
+
 def _running(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:

@@ -141,7 +141,7 @@ def worktree_create(root: Root, payload: dict[str, Any]) -> int:
         settings = worktree_settings(os.environ.get("CLAUDE_PROJECT_DIR") or cwd, wt.warn)
         from_ref = "HEAD" if settings.base_ref == "head" and request.pr is None else None
         created = wt.create(request.name, branch=request.branch, from_ref=from_ref,
-                            sparse=settings.sparse_paths or None, pr=request.pr)
+                            sparse=settings.sparse_paths or None, pr=request.pr, host=host)
         from .session_hold import hold_for_session, release_session
 
         try:

@@ -28,6 +28,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..agents.host import Host
+
 POST_CREATE = "post_create"
 PRE_REMOVE = "pre_remove"
 PRE_MERGE = "pre_merge"
@@ -302,11 +304,14 @@ Ask = Callable[[Hook], bool]
 
 
 class Runner(NamedTuple):
-    """How hooks run for one command: where to ask, where to warn, which home."""
+    """How hooks run for one command: where to ask, where to warn, which home, and the
+    agent process they run for (an agent's hook session), whose death stops a background
+    hook: none of our processes outlives the agent (SPEC §14)."""
 
     home: str
     warn: Warn
     ask: Ask | None = None  # None: no terminal, unapproved project hooks are skipped
+    host: Host | None = None
 
 
 Reuse = Callable[[Hook], "HookResult | None"]  # a result that stands in for running it
@@ -416,7 +421,8 @@ def log_path(home: str, bucket: str, name: str, hook: Hook) -> str:
 def _start_background(runner: Runner, hook: Hook, ctx: Context, cwd: str,
                       claim: Claim | None) -> HookResult:
     """Detach a supervisor that runs the hook with its timeout and holds the worktree
-    (the locked holder file is handed to it) until the hook ends."""
+    (the locked holder file is handed to it) until the hook ends, or until the runner's
+    agent process dies."""
     import subprocess
 
     from ..core.locks import acquire_holder
@@ -432,7 +438,7 @@ def _start_background(runner: Runner, hook: Hook, ctx: Context, cwd: str,
             out.flush()
             child = subprocess.Popen(
                 [sys.executable, "-m", "vibe_worktree.lifecycle.hook_supervisor", str(hook.timeout),
-                 hook.command, *_holder_args(claim, fds)],
+                 hook.command, *_host_args(runner.host), *_holder_args(claim, fds)],
                 cwd=cwd, env=ctx.env(hook), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                 start_new_session=True, close_fds=True, pass_fds=fds,
             )
@@ -443,6 +449,12 @@ def _start_background(runner: Runner, hook: Hook, ctx: Context, cwd: str,
             holder.release()
         raise
     return HookResult(hook.name, hook.type, hook.source, STARTED, None)
+
+
+def _host_args(host: Host | None) -> list[str]:
+    """The agent process the hook must not outlive (pid and start time: a pid the kernel
+    gave to another process after the agent died is not the agent)."""
+    return [] if host is None else ["--host", str(host.pid), host.started]
 
 
 def _holder_args(claim: Claim | None, fds: tuple[int, ...]) -> list[str]:
