@@ -194,6 +194,62 @@ def test_an_incomplete_object_on_an_open_pipe_times_out_with_one_line(vwt, sandb
     assert err.decode().count("\n") == 1 and "within 0.5 s" in err.decode()
 
 
+def test_a_worktree_that_cannot_be_held_is_taken_away_again_keeping_its_work(
+        vwt, repo, sandbox, monkeypatch, capfd):
+    """Made, then the session's hold refused (as when a removal or retention took it in that
+    instant): exit 1 with one line, nothing half made, the post_create hook's work saved."""
+    from vibe_worktree import cli
+    from vibe_worktree.agents import session_hold
+    from vibe_worktree.core.errors import HeldError
+
+    sandbox.vibe_home.mkdir(parents=True, exist_ok=True)
+    (sandbox.vibe_home / "worktree.toml").write_text(
+        '[[hooks]]\nname = "setup"\ntype = "post_create"\n'
+        'command = "echo generated > setup.out"\n')
+
+    def refused(wt, name, session, host):  # type: ignore[no-untyped-def]
+        assert (Path(wt.claim(name).checkout) / "setup.out").is_file()  # made, hooks run
+        raise HeldError(f"{name} is being removed; try again when that finishes")
+
+    monkeypatch.setattr(session_hold, "hold_for_session", refused)
+    for key in set(os.environ) - set(vwt.env()):
+        monkeypatch.delenv(key)
+    for key, value in vwt.env().items():
+        monkeypatch.setenv(key, value)
+    code = _main_with_stdin(cli.main, json.dumps(payload("WorktreeCreate", cwd=repo.path,
+                                                         name="unheld")))
+    out, err = capfd.readouterr()
+    assert code == 1 and out == "", (out, err)
+    assert [line for line in err.splitlines() if line.strip()] == [
+        "vwt: error: unheld is being removed; try again when that finishes"]
+    assert not repo.checkout("unheld").exists() and not repo.record_path("unheld").exists()
+    assert [p.name for p in repo.claim("unheld").iterdir()] == ["recovery.json"]  # the snapshot's
+    assert not repo.branch_exists("unheld")
+    assert repo.checkout("unheld") not in repo.worktree_paths()
+    assert repo.ref_exists("refs/vibe/reaped/unheld")
+    monkeypatch.undo()
+    vwt.ok("restore", "unheld", "--no-hooks", cwd=repo.path)
+    assert (repo.checkout("unheld") / "setup.out").read_text() == "generated\n"
+
+
+def _main_with_stdin(main, text: str) -> int:  # type: ignore[no-untyped-def]
+    """`main(["hook", "claude-code"])` in this process, with `text` on fd 0 (put back after:
+    the hook closes its stdin)."""
+    import tempfile
+
+    saved = os.dup(0)
+    try:
+        with tempfile.TemporaryFile() as f:
+            f.write(text.encode())
+            f.seek(0)
+            os.dup2(f.fileno(), 0)
+            code: int = main(["hook", "claude-code"])
+            return code
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+
+
 # -- WorktreeRemove -----------------------------------------------------------------------------
 def test_remove_snapshots_dirty_work_so_restore_brings_it_back(vwt, repo):
     path = create(vwt, repo, "doomed")
