@@ -134,3 +134,68 @@ def test_a_command_run_from_a_deleted_folder_says_so(repo, vwt, sandbox):
     assert proc.stderr.startswith("vwt: error: the current directory no longer exists"), \
         proc.stderr
     assert "-C DIR" in proc.stderr
+
+
+def option_help(vwt, command: str, option: str) -> str:
+    """The help text of `option` in `vwt COMMAND --help`, on one line."""
+    text = vwt.ok(command, "--help", env_extra={"COLUMNS": "1000"}).out
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        head, _, rest = line.strip().partition("  ")
+        if line.startswith("  -") and option in head.replace(",", "").split():
+            if not rest:  # a long option list puts its help on the next line
+                rest = lines[i + 1]
+            return " ".join(rest.split())
+    raise AssertionError(f"no {option} in vwt {command} --help:\n{text}")
+
+
+def test_the_branch_help_says_what_new_names_the_branch(repo, vwt):
+    assert option_help(vwt, "new", "-b") == (
+        "branch to create or check out (default: NAME; vibe/SLUG for a worktree named from "
+        "--prompt)")
+    assert vwt.new("feat", "--no-fetch")["branch"] == "feat"
+    prompted = vwt.new("-p", "Fix the login bug", "--no-fetch")
+    assert prompted["branch"] == f"vibe/{prompted['name']}"
+    assert prompted["name"].startswith("fix-the-login-bug")
+
+
+TARGET_DEFAULT = ("the local branch named after the remote's default (origin/HEAD), else main, "
+                  "else master")
+
+
+def test_merge_and_sync_help_say_which_branch_is_the_default_target(vwt):
+    assert option_help(vwt, "merge", "--into") == f"target branch (default: {TARGET_DEFAULT})"
+    assert option_help(vwt, "sync", "--onto") == (
+        f"branch to rebase onto (default: {TARGET_DEFAULT}; its remote-tracking branch when "
+        "the fetch finds it ahead)")
+
+
+def test_the_benchmarks_end_with_the_line_that_explains_their_exit_status() -> None:
+    """`python -m benchmarks`'s own `main`, with each benchmark's run replaced by a made-up
+    ratio (the fixtures and timings are not what is tested here)."""
+    script = """
+import sys
+import benchmarks.__main__ as bench
+from benchmarks.measure import Outcome, Sample
+RATIOS = dict(zip(sys.argv[1::2], map(float, sys.argv[2::2])))
+def made_up(b, cfg):
+    return [Outcome(b.id, b.what, 1.0, tool=[Sample(RATIOS[b.id])], base=[Sample(1.0)])]
+bench.run_one = made_up
+bench.compile_tool_package = lambda: None
+sys.exit(bench.main(["--quick", "--tool", "vwt", *RATIOS]))
+"""
+
+    def run(*ratios: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", script, *ratios], cwd=PROJECT,
+                              capture_output=True, text=True, timeout=60)
+
+    noisy = run("B1", "0.5", "B3", "1.5")
+    assert noisy.returncode == 0, noisy.stderr
+    assert "FAIL" in noisy.stdout  # B3's row, in the table
+    assert noisy.stderr.splitlines()[-1] == (
+        "benchmarks: B3 missed the target but within --quick's 2x tolerance (shared machines "
+        "are noisy); exit 0")
+    beyond = run("B1", "0.5", "B3", "2.5")
+    assert beyond.returncode == 1
+    assert beyond.stderr.splitlines()[-1] == (
+        "benchmarks: B3 beyond the tolerance (2x the target) or in error; exit 1")
