@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[1]
-FILES = ("README.md", "docs/landing.md")
+FILES = ("README.md", "docs/landing.md", "docs/collisions.md", "docs/hooks.md")
 MARKER = re.compile(r"<!-- sample: ([a-z0-9-]+) -->")
 SHOWN_HOME = "/home/me"
 SHOWN_BUCKET = "app-b9b08b944c7a"
@@ -46,9 +46,62 @@ def _app(home: Path, env: dict[str, str]) -> None:
     _git(repo, env, "commit", "-q", "-m", "app")
 
 
+def _vwt(repo: Path, env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(["vwt", *args], cwd=repo, env=env, check=True, capture_output=True,
+                          text=True)
+    return done.stdout.strip()
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    path.write_text(path.read_text().replace(old, new))
+
+
+def _sessions(home: Path, env: dict[str, str]) -> None:
+    """`~/src/app` with three sessions at work: login-page edits the line of src/auth.py main
+    then changed too and the README title fix-typo also fixes; both touch docs/setup.md, on
+    different lines; fix-typo and api-docs both touch docs/api.md, on different lines."""
+    _app(home, env)
+    repo = home / "src" / "app"
+    files = {"src/auth.py": "def login(user):\n    return check(user)\n",
+             "docs/setup.md": "# Setup\n\nInstall it.\n\n\n\nRun it.\n",
+             "docs/api.md": "# API\n\nlogin(user)\n\n\n\nlogout(user)\n"}
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    _git(repo, env, "add", "-A")
+    _git(repo, env, "commit", "-q", "-m", "auth and docs")
+    login = Path(_vwt(repo, env, "new", "-p", "login page"))
+    fix = Path(_vwt(repo, env, "new", "fix-typo"))
+    api = Path(_vwt(repo, env, "new", "api-docs"))
+    _edit(login / "src/auth.py", "check(user)", "check_password(user)")
+    _edit(login / "README.md", "# app", "# app: now with a login page")
+    _edit(login / "docs/setup.md", "Install it.", "Install it, then set LOGIN_SECRET.")
+    (login / "src/login.html").write_text("<form></form>\n")
+    (login / "src/login.css").write_text("form {}\n")
+    _edit(fix / "README.md", "# app", "# App")
+    _edit(fix / "docs/setup.md", "Run it.", "Run it:")
+    _edit(fix / "docs/api.md", "login(user)", "login(user) -> bool")
+    _edit(api / "docs/api.md", "logout(user)", "logout(user) -> None")
+    _edit(repo / "src/auth.py", "check(user)", "check(user, strict=True)")
+    _git(repo, env, "commit", "-q", "-am", "auth: strict checks")
+
+
+def _project_hook(home: Path, env: dict[str, str]) -> None:
+    """`~/src/app` whose `.vibe/worktree.toml` has a post_create hook `deps`."""
+    _app(home, env)
+    repo = home / "src" / "app"
+    (repo / ".vibe").mkdir()
+    (repo / ".vibe" / "worktree.toml").write_text(
+        '[[hooks]]\nname = "deps"\ntype = "post_create"\ncommand = "npm ci"\n')
+    _git(repo, env, "add", "-A")
+    _git(repo, env, "commit", "-q", "-m", "deps hook")
+
+
 SETUPS: dict[str, Callable[[Path, dict[str, str]], None]] = {
     "tour": _app,
     "resolve": _app,
+    "collisions": _sessions,
+    "hooks": _project_hook,
 }
 
 
