@@ -1,18 +1,34 @@
-"""The warm pool (SPEC §15): fill, take, hooks run again by `inputs`, refill, failures,
-changed entries, drain, races for the last entry, a kill in the middle of a fill."""
+"""The warm pool (SPEC §15): fill, take (by `new`, the Claude Code hook and MCP `create`),
+hooks run again by `inputs`, refill (one filler at a time), failures, changed entries, drain,
+prune by size and by age, races for the last entry, a kill in the middle of a fill."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import subprocess
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from conftest import Repo, Sandbox, Vwt, days_ago, is_locked
+from conftest import (
+    MCP_INSTALLED,
+    VWT_BIN,
+    Repo,
+    Sandbox,
+    Vwt,
+    assert_matches_schema,
+    days_ago,
+    is_locked,
+    mcp_answer,
+    mcp_send,
+    wait_for,
+)
 
 HOOK_LOG = "hook-runs.log"
 
@@ -29,10 +45,11 @@ def hook(name: str, command: str, inputs: list[str] | None = None) -> str:
 
 
 def deps_hook(sandbox: Sandbox, inputs: list[str] | None = None, extra: str = "") -> str:
-    """A stand-in for `npm ci`: makes an ignored node_modules and counts its runs."""
+    """A stand-in for `npm ci`: makes an ignored node_modules and logs each run's `VWT_POOL`
+    and the folder it ran in."""
     log = sandbox.tmp / HOOK_LOG
     return hook("deps", f"mkdir -p node_modules && cp package.json node_modules/installed "
-                        f"&& echo \"$VWT_POOL\" >> {log}{extra}", inputs)
+                        f"&& echo \"$VWT_POOL|$(pwd -P)\" >> {log}{extra}", inputs)
 
 
 def setup_pool(repo: Repo, vwt: Vwt, size: int, *hooks: str) -> None:
@@ -42,9 +59,21 @@ def setup_pool(repo: Repo, vwt: Vwt, size: int, *hooks: str) -> None:
         vwt.ok("hooks", "approve", "--all")
 
 
-def runs(sandbox: Sandbox) -> list[str]:
+def _logged(sandbox: Sandbox) -> list[tuple[str, str]]:
     path = sandbox.tmp / HOOK_LOG
-    return path.read_text().splitlines() if path.exists() else []
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [(pool, where) for pool, _, where in (line.partition("|") for line in lines)]
+
+
+def runs(sandbox: Sandbox) -> list[str]:
+    """`VWT_POOL` of each run of the deps hook, in order: "1" in the pool, "" in a worktree."""
+    return [pool for pool, _ in _logged(sandbox)]
+
+
+def runs_in(sandbox: Sandbox, checkout: str | Path) -> list[str]:
+    """`VWT_POOL` of each run of the deps hook in `checkout` itself. Runs in the pool are
+    logged with the pool folder's path, so a background refill never shows here."""
+    return [pool for pool, where in _logged(sandbox) if where == str(Path(checkout).resolve())]
 
 
 def pool_dir(vwt: Vwt, repo: Repo) -> Path:
@@ -112,36 +141,216 @@ def test_new_takes_a_ready_entry_and_runs_a_hook_again_only_when_its_inputs_chan
     assert created["pooled"] is True and created["base_commit"] == start
     assert created["hooks"] == [{"name": "deps", "type": "post_create", "source": "project",
                                  "status": "ok", "exit_code": 0}]
-    assert runs(sandbox) == ["1"]  # only the pool's run: package.json did not change
     checkout = Path(created["path"])
+    assert runs_in(sandbox, checkout) == []  # package.json did not change: not run again
+    wait_for_fillers(vwt, repo)
+    assert runs(sandbox) == ["1", "1"]  # the fill's run and the refill's, both in the pool
     assert repo.git("rev-parse", "HEAD", cwd=checkout) == start
     assert repo.current_branch(checkout) == "one"
     assert (checkout / "src" / "f3.txt").read_text() == "3\n"
     assert (checkout / "node_modules" / "installed").exists()
     assert repo.record("one")["base_commit"] == start
     assert base != start
-    wait_for_fillers(vwt, repo)
     repo.commit("deps", {"package.json": '{"dependencies": {}}\n'})
     again = vwt.new("two")
     assert again["pooled"] is True
-    assert runs(sandbox)[-1] == ""  # run again in the worktree itself (VWT_POOL unset)
+    assert runs_in(sandbox, again["path"]) == [""]  # run again in the worktree itself
     assert (Path(again["path"]) / "node_modules" / "installed").read_text() == \
         '{"dependencies": {}}\n'
     wait_for_fillers(vwt, repo)
+    assert runs(sandbox) == ["1", "1", "", "1"]  # and two's refill in the pool
 
 
 def test_a_hook_without_inputs_runs_again_whenever_the_start_point_moved(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     setup_pool(repo, vwt, 1, deps_hook(sandbox))
     vwt.ok("pool", "fill")
-    assert vwt.new("same")["pooled"] is True
-    assert runs(sandbox) == ["1"]  # the start point is the base: nothing to run again
+    same = vwt.new("same")
+    assert same["pooled"] is True
+    assert runs_in(sandbox, same["path"]) == []  # the start point is the base: not run again
     wait_for_fillers(vwt, repo)
-    assert runs(sandbox) == ["1", "1"]  # the refill
+    assert runs(sandbox) == ["1", "1"]  # the fill and the refill, in the pool
     repo.commit("unrelated", {"README.md": "moved on\n"})
-    assert vwt.new("moved")["pooled"] is True
-    assert runs(sandbox)[2] == ""
+    moved = vwt.new("moved")
+    assert moved["pooled"] is True
+    assert runs_in(sandbox, moved["path"]) == [""]
     wait_for_fillers(vwt, repo)
+    assert runs(sandbox) == ["1", "1", "", "1"]
+
+
+def ready_entry(vwt: Vwt, repo: Repo) -> tuple[Path, int]:
+    """The one ready entry of a pool of size 1, and its folder's inode (a take renames the
+    folder into place, so the worktree handed out keeps it)."""
+    [marker] = pool_dir(vwt, repo).glob("*.json")
+    entry = marker.with_suffix("")
+    return entry, entry.stat().st_ino
+
+
+def assert_handed_out(vwt: Vwt, repo: Repo, sandbox: Sandbox, entry: Path, inode: int,
+                      checkout: Path, name: str) -> None:
+    """`checkout` is the pool's entry, moved into place, its hook not run again."""
+    assert checkout == repo.checkout(name) and checkout.stat().st_ino == inode
+    assert not entry.exists() and not entry.with_suffix(".json").exists()
+    assert (checkout / "node_modules" / "installed").read_text() == "{}\n"  # made in the pool
+    assert runs_in(sandbox, checkout) == []  # the start point is the entry's base
+    assert repo.current_branch(checkout) == name
+    assert repo.git("status", "--porcelain", cwd=checkout) == ""
+    assert repo.record(name)["base_commit"] == repo.head()
+    assert not any(block.startswith(f"worktree {checkout}\n") and "\nlocked" in block
+                   for block in repo.git("worktree", "list", "--porcelain").split("\n\n"))
+    wait_for_fillers(vwt, repo)
+    assert runs(sandbox) == ["1", "1"]  # the fill and the refill, both in the pool
+    assert status(vwt)["ready"] == 1 and entry.name not in {
+        p.name for p in pool_dir(vwt, repo).iterdir()}
+
+
+def test_the_claude_code_hook_hands_out_a_ready_entry(
+        repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
+    setup_pool(repo, vwt, 1, deps_hook(sandbox))
+    vwt.ok("pool", "fill")
+    entry, inode = ready_entry(vwt, repo)
+    payload = json.loads((Path(__file__).parents[1] / "agents" / "payloads" /
+                          "WorktreeCreate.json").read_text())
+    payload.update(cwd=str(repo.path), name="agent-pooled")
+    del payload["session_id"]
+    result = vwt("hook", "claude-code", input=json.dumps(payload))
+    assert result.code == 0, str(result)
+    assert result.out.endswith("\n") and len(result.out.splitlines()) == 1, repr(result.out)
+    checkout = Path(result.out.strip())
+    assert_handed_out(vwt, repo, sandbox, entry, inode, checkout, "agent-pooled")
+    assert repo.record("agent-pooled")["agent"] == "claude-code"
+    assert vwt.entry("agent-pooled") is not None
+
+
+@pytest.mark.skipif(not MCP_INSTALLED, reason="needs the optional mcp extra")
+def test_the_mcp_create_tool_hands_out_a_ready_entry(
+        repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
+    setup_pool(repo, vwt, 1, deps_hook(sandbox))
+    vwt.ok("pool", "fill")
+    entry, inode = ready_entry(vwt, repo)
+    proc = subprocess.Popen([VWT_BIN, "mcp"], cwd=repo.path, env=vwt.env(), text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    try:
+        mcp_send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                        "params": {"protocolVersion": "2024-11-05", "capabilities": {},
+                                   "clientInfo": {"name": "test", "version": "0"}}})
+        assert mcp_answer(proc, 1) is not None
+        mcp_send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        mcp_send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                        "params": {"name": "create", "arguments": {"name": "mcp-pooled"}}})
+        called = mcp_answer(proc, 2)
+        assert called is not None and not called["result"].get("isError"), called
+        document = called["result"]["structuredContent"]
+        assert_matches_schema("mcp-create", document)
+        assert json.loads(called["result"]["content"][0]["text"]) == document
+        assert document["pooled"] is True and document["created"] is True
+        assert document["hooks"] == [{"name": "deps", "type": "post_create",
+                                      "source": "project", "status": "ok", "exit_code": 0}]
+        assert_handed_out(vwt, repo, sandbox, entry, inode, Path(document["path"]),
+                          "mcp-pooled")
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=15)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def fillers_of(sandbox: Sandbox) -> set[int]:
+    """The pids of the background fillers (`python -m vibe_worktree.lifecycle.pool HOME
+    REPO FD`) of this sandbox's home that are alive now."""
+    home = {str(sandbox.vibe_home), os.path.realpath(sandbox.vibe_home)}
+    parents = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue  # it ended meanwhile
+        args = [a.decode(errors="replace") for a in argv]
+        if "vibe_worktree.lifecycle.pool" in args[:4] and home & set(args):
+            parents[int(pid)] = int(stat.rsplit(")", 1)[1].split()[1])
+    # a filler's child (git, a hook) shows the filler's command line until its exec
+    return {pid for pid, parent in parents.items() if parent not in parents}
+
+
+class FillerWatch:
+    """Samples the live fillers every 20 ms: the most alive at once, and every pid seen."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        import threading
+
+        self.sandbox, self.most, self.seen = sandbox, 0, set[int]()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            alive = fillers_of(self.sandbox)
+            self.most, self.seen = max(self.most, len(alive)), self.seen | alive
+            self.stop.wait(0.02)
+
+    def __enter__(self) -> FillerWatch:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+@contextlib.contextmanager
+def gate_opened_at_exit(gate: Path) -> Iterator[None]:
+    """A failing test leaves no hook waiting for its gate."""
+    try:
+        yield
+    finally:
+        gate.touch()
+
+
+def test_refills_cannot_pile_up_one_filler_fills_and_at_most_one_waits(
+        repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
+    armed, gate = sandbox.tmp / "armed", sandbox.tmp / "gate"
+    busy, log = sandbox.tmp / "busy", sandbox.tmp / "fills.log"
+    # once armed, each run in the pool logs "fill" and waits for the gate to open
+    gated_in_pool = (f'if [ -n "$VWT_POOL" ] && [ -f {armed} ]; then '
+                     f"mkdir {busy} 2>/dev/null || echo overlap >> {log}; echo fill >> {log}; "
+                     f"while [ ! -f {gate} ]; do sleep 0.05; done; rmdir {busy}; fi; "
+                     f"mkdir -p node_modules && echo ok > node_modules/x")
+    setup_pool(repo, vwt, 3, hook("deps", gated_in_pool))
+    vwt.ok("pool", "fill")
+    armed.touch()
+
+    def fills() -> list[str]:
+        return log.read_text().splitlines() if log.exists() else []
+
+    folder = pool_dir(vwt, repo)
+    with FillerWatch(sandbox) as watch, gate_opened_at_exit(gate):
+        assert vwt.new("s0", "--no-fetch")["pooled"] is True
+        wait_for(lambda: fills() == ["fill"])  # its filler holds .fill, in the hook
+        [first] = fillers_of(sandbox)
+        # each take asks for a refill: the first starts a filler that waits, the next
+        # starts none (the waiting one will see its take); a slow `new` asks for none
+        assert [vwt.new(f"s{i}", "--no-fetch")["pooled"] for i in (1, 2, 3)] == [
+            True, True, False]
+        time.sleep(0.5)  # room for a filler that should not exist to show up
+        alive = fillers_of(sandbox)
+        assert len(alive) == 2 and first in alive, alive
+        assert is_locked(folder / ".fill") and is_locked(folder / ".fill-queue")
+        assert fills() == ["fill"]
+        gate.touch()
+        wait_for_fillers(vwt, repo)
+        wait_for(lambda: not fillers_of(sandbox))
+    assert watch.most == 2 and len(watch.seen) == 2, watch.seen
+    # never two fills at once, and one fill per entry taken
+    assert fills() == ["fill"] * 3
+    after = status(vwt)
+    assert (after["ready"], after["filling"], after["broken"]) == (3, 0, 0)
+    assert len(pool_worktrees(repo)) == 3
 
 
 def tree_state(repo: Repo, checkout: Path) -> dict:
@@ -289,8 +498,9 @@ def test_an_unapproved_hook_is_skipped_in_the_pool_and_asked_again_when_taken(
     created = vwt.new("later")
     assert created["pooled"] is True
     assert created["hooks"][0]["status"] == "ok"
-    assert runs(sandbox) == [""]  # it did not run in the pool, so it runs now
+    assert runs_in(sandbox, created["path"]) == [""]  # not run in the pool, so it runs now
     wait_for_fillers(vwt, repo)
+    assert runs(sandbox) == ["", "1"]  # then the refill, approved now, runs it in the pool
 
 
 @pytest.mark.slow
@@ -354,6 +564,41 @@ def test_prune_trims_entries_beyond_the_size_and_too_old(
     assert markers[0].name not in [p.name for p in pool_dir(vwt, repo).glob("*.json")]
     assert len(pool_worktrees(repo)) == 1
     assert vwt.list() == []
+
+
+def test_prune_removes_entries_older_than_pool_max_age_days_even_within_the_size(
+        repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
+    setup_pool(repo, vwt, 3, deps_hook(sandbox))
+    vwt.ok("pool", "fill")
+    markers = sorted(pool_dir(vwt, repo).glob("*.json"))
+    ages = {markers[0].stem: 8, markers[1].stem: 3, markers[2].stem: 1}
+    for marker in markers:
+        data = json.loads(marker.read_text())
+        marker.write_text(json.dumps(data | {"created_at": days_ago(ages[marker.stem])}))
+
+    def pruned() -> list[str]:
+        removed = vwt.ok("prune", "--json").json()["pool_removed"]
+        assert {r["bucket"] for r in removed} <= {repo.bucket}
+        return [r["id"] for r in removed]
+
+    def left() -> list[str]:
+        return sorted(p.stem for p in pool_dir(vwt, repo).glob("*.json"))
+
+    # 3 ready of size 3: only age decides. The default is 7 days.
+    assert pruned() == [markers[0].stem]
+    assert left() == sorted([markers[1].stem, markers[2].stem])
+    assert not (pool_dir(vwt, repo) / markers[0].stem).exists()
+    assert len(pool_worktrees(repo)) == 2
+    (sandbox.vibe_home / "config.toml").write_text("pool_max_age_days = 2\n")
+    assert vwt.ok("prune", "--dry-run", "--json").json()["pool_removed"] == [
+        {"bucket": repo.bucket, "id": markers[1].stem}]
+    assert left() == sorted([markers[1].stem, markers[2].stem])
+    assert pruned() == [markers[1].stem]
+    assert left() == [markers[2].stem]
+    assert status(vwt) | {"base": None} == {
+        "bucket": repo.bucket, "repo_root": str(repo.path), "size": 3, "ready": 1,
+        "filling": 0, "base": None, "broken": 0}
+    assert len(pool_worktrees(repo)) == 1
 
 
 @pytest.mark.slow
