@@ -70,6 +70,18 @@ def test_rm_from_inside_the_worktree_warns_that_the_shell_is_left_behind(repo, v
     assert "inside" not in vwt("rm", vwt.new("other")["name"]).err
 
 
+def test_merge_from_inside_the_worktree_warns_that_the_shell_is_left_behind(repo, vwt):
+    path = vwt.new("feat")["path"]
+    repo.commit("work", {"work.txt": "work\n"}, cwd=path)
+    result = vwt("merge", "feat", "--no-fetch", cwd=path)
+    assert result.code == 0, str(result)
+    assert "you were inside feat, which is now removed" in result.err
+    assert f"cd {repo.path}" in result.err
+    other = vwt.new("other")["path"]
+    repo.commit("more", {"more.txt": "more\n"}, cwd=other)
+    assert "inside" not in vwt("merge", "other", "--no-fetch").err
+
+
 def test_status_says_what_makes_a_worktree_not_clean(repo, vwt):
     path = vwt.new("feat")["path"]
     repo.commit("mine", {"mine.txt": "mine\n"}, cwd=path)
