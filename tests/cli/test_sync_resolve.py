@@ -79,6 +79,27 @@ def test_merge_conflict_names_commands_that_resolve_it_as_printed(repo, vwt):
     assert repo.git("show", "main:README.md") == "resolved"
 
 
+def test_a_merge_into_another_branch_names_that_branch_in_its_way_out(repo, vwt):
+    path = Path(vwt.new("feat")["path"])
+    repo.git("branch", "rel", "main")
+    repo.commit("feat: README.md", {"README.md": "feat version\n"}, cwd=path)
+    repo.git("switch", "-q", "rel")
+    repo.commit("rel: README.md", {"README.md": "rel version\n"})
+    repo.git("switch", "-q", "main")
+    merged = vwt("merge", "feat", "--into", "rel", "--no-fetch")
+    assert merged.code == 1, str(merged)
+    [line] = merged.err_lines
+    commands = printed_commands(line)
+    assert commands[0] == ["sync", "feat", "--onto", "rel", "--stop-on-conflict"], commands
+    stopped = vwt(*commands[0], "--no-fetch", "--json")
+    assert stopped.json()["outcome"] == "conflict_stopped", str(stopped)
+    resolve(repo, path, "README.md")
+    done = vwt(*commands[1], "--json")
+    assert done.code == 0 and done.json()["onto"] == "rel", str(done)
+    assert vwt("merge", "feat", "--into", "rel", "--no-fetch").code == 0
+    assert repo.git("show", "rel:README.md") == "resolved"
+
+
 def test_sync_stop_on_conflict_leaves_the_rebase_stopped_with_markers(repo, vwt):
     path = conflicting(repo, vwt)
     record = repo.record("feat")
