@@ -360,7 +360,8 @@ class Worktrees:
         branch from that checkout's HEAD, or `from_ref` when the work applies to it cleanly);
         `move`: the same, then take that work out of the source (saved first to
         `refs/vibe/carried/NAME`). See `Created.carried`. `host`: the agent process this
-        worktree is made for; a background post_create hook is stopped when it dies.
+        worktree is made for; its post_create hooks are stopped when it dies (a foreground
+        one then raises `hooks.AgentGone`, the worktree left as made so far).
         """
         from .lifecycle import create as _create  # only creating pays for it
 

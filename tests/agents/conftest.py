@@ -46,18 +46,38 @@ class Host:
     """A fake Claude Code that ran the hook and lives on until killed."""
 
     process: subprocess.Popen[str]
-    code: int
+    code: int | None  # None: detached, see `ended`
     out: str
     err: str
+    outdir: Path | None = None  # detached: where the hook's out, err and code go
 
     @property
     def pid(self) -> int:
         return self.process.pid
 
+    def ended(self) -> bool:
+        """A detached hook has ended (its exit status is written); then `code`, `out` and
+        `err` are its own."""
+        assert self.outdir is not None
+        if not (self.outdir / "code").is_file():
+            return False
+        self.code = int((self.outdir / "code").read_text())
+        self.out = (self.outdir / "out").read_text()
+        self.err = (self.outdir / "err").read_text()
+        return True
+
     def kill(self) -> None:
-        if self.process.poll() is None:
+        """SIGKILL the host's whole process group: the hook's shell and vwt with it."""
+        try:
             os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+        except ProcessLookupError:
+            pass
+        self.process.wait()
+
+    def kill_alone(self) -> None:
+        """SIGKILL the host process only: the hook's shell and vwt live on."""
+        self.process.kill()
+        self.process.wait()
 
 
 @pytest.fixture
@@ -65,19 +85,23 @@ def fake_host(vwt: Vwt, tmp_path: Path) -> Iterator[Callable[..., Host]]:
     started: list[Host] = []
 
     def start(data: dict[str, Any], keep_stdin_open: bool = False, cwd: Path | None = None,
-              timeout: float = 60) -> Host:
+              timeout: float = 60, detached: bool = False) -> Host:
+        """`detached`: return at once, while the hook still runs (see `Host.ended`)."""
         file = tmp_path / f"payload-{len(started)}.json"
         file.write_text(json.dumps(data))
+        outdir = tmp_path / f"hook-{len(started)}" if detached else None
+        if outdir is not None:
+            outdir.mkdir()
         process = subprocess.Popen(
             [sys.executable, str(FAKE_HOST), VWT_BIN, str(file),
-             "open" if keep_stdin_open else "close"],
+             "open" if keep_stdin_open else "close", *([str(outdir)] if outdir else [])],
             cwd=cwd or vwt.sandbox.default_cwd, env=vwt.env(), stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, text=True, start_new_session=True,
         )
         assert process.stdout is not None
         line = _read_line(process, timeout)
         result = json.loads(line)
-        host = Host(process, result["code"], result["out"], result["err"])
+        host = Host(process, result["code"], result["out"], result["err"], outdir)
         started.append(host)
         assert "Traceback" not in host.err, host.err
         return host

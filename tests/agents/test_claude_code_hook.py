@@ -343,12 +343,13 @@ def test_no_watcher_outlives_its_agent(vwt, repo, fake_host):
 
 
 # -- a background post_create hook lives no longer than its agent ------------------------------
-def _background_hook(sandbox, command: str = "sleep 30") -> None:  # type: ignore[no-untyped-def]
+def _background_hook(sandbox, command: str = "sleep 30",  # type: ignore[no-untyped-def]
+                     background: bool = True, more: str = "", timeout: float = 60) -> None:
     # a user hook: the user's own file needs no approval
     sandbox.vibe_home.mkdir(parents=True, exist_ok=True)
     (sandbox.vibe_home / "worktree.toml").write_text(
         f'[[hooks]]\nname = "slow"\ntype = "post_create"\ncommand = {json.dumps(command)}\n'
-        'background = true\ntimeout = 60\n')
+        f'background = {str(background).lower()}\ntimeout = {timeout}\n{more}')
 
 
 def _processes_in(path: Path) -> list[int]:
@@ -398,6 +399,94 @@ def test_a_background_hook_runs_on_while_its_agent_lives(vwt, repo, sandbox, fak
     assert len(_processes_in(path)) >= 2, "the hook stopped while its agent lives"
     assert [h for h in _hook_holders(repo, "lively")
             if repo.holders_dir("lively") / h in repo.live_holders("lively")]
+
+
+# -- a foreground post_create hook lives no longer than its agent ------------------------------
+def _sleeping_in(path: Path) -> bool:
+    """The hook's `sleep 30` runs in the checkout."""
+    for pid in _processes_in(path):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() == "sleep":
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def test_a_foreground_hook_is_stopped_when_the_agents_process_group_is_killed(
+        vwt, repo, sandbox, fake_host):
+    """Claude Code and its process group, `vwt hook claude-code` included, SIGKILLed while
+    WorktreeCreate runs a foreground hook (its own session): the hook goes too. What is left
+    is a `vwt new` killed in its hooks: prune drops the dead holder, the next WorktreeCreate
+    of that name reuses the worktree."""
+    _background_hook(sandbox, background=False)
+    host = fake_host(payload("WorktreeCreate", cwd=repo.path, name="npm-ci"), detached=True)
+    path = repo.checkout("npm-ci")
+    wait_until(lambda: _sleeping_in(path), 20)
+    host.kill()
+    took = wait_until(lambda: not _processes_in(path), 2.5)
+    print(f"the hook was stopped {took:.2f} s after the agent's group was killed")
+    assert not repo.live_holders("npm-ci")
+    vwt.ok("prune", cwd=repo.path)
+    assert vwt.ok("doctor", "--json", cwd=repo.path).json()["healthy"]
+    again = fake_host(payload("WorktreeCreate", cwd=repo.path, name="npm-ci"))
+    assert again.code == 0 and again.out == f"{path}\n", again.err
+    assert not _processes_in(path)  # reused: no hook ran again
+
+
+def test_a_foreground_hook_is_stopped_when_only_the_agent_dies_and_vwt_says_so(
+        vwt, repo, sandbox, fake_host):
+    """Only the Claude Code process dies: the hook is stopped, and `vwt hook` stops waiting
+    for it (exit 1, one line), leaving the worktree as a killed one is left."""
+    _background_hook(sandbox, background=False)
+    host = fake_host(payload("WorktreeCreate", cwd=repo.path, name="npm-ci"), detached=True)
+    path = repo.checkout("npm-ci")
+    wait_until(lambda: _sleeping_in(path), 20)
+    host.kill_alone()
+    took = wait_until(lambda: not _processes_in(path) and host.ended(), 2.5)
+    print(f"the hook was stopped and vwt ended {took:.2f} s after the agent was killed")
+    assert host.code == 1 and host.out == "", (host.out, host.err)
+    assert host.err.splitlines() == [
+        f"vwt: error: the agent process {host.pid} ended while post_create hook slow ran; "
+        f"the hook was stopped and npm-ci is left at {path}: vwt rm npm-ci -y removes it"]
+    assert not _holder_files(repo, "npm-ci")
+    assert vwt.ok("doctor", "--json", cwd=repo.path).json()["healthy"]
+    again = fake_host(payload("WorktreeCreate", cwd=repo.path, name="npm-ci"))
+    assert again.code == 0 and again.out == f"{path}\n", again.err
+    again.kill()
+    wait_until(lambda: not _holder_files(repo, "npm-ci"), 2.0)
+    vwt.ok("rm", "npm-ci", "-y", cwd=repo.path)  # as the line says
+    assert not path.exists()
+
+
+def test_a_foreground_hook_that_ignores_sigterm_is_killed_a_second_later(
+        vwt, repo, sandbox, fake_host):
+    _background_hook(sandbox, "trap '' TERM; sleep 30", background=False)
+    host = fake_host(payload("WorktreeCreate", cwd=repo.path, name="stubborn"), detached=True)
+    path = repo.checkout("stubborn")
+    wait_until(lambda: _sleeping_in(path), 20)
+    host.kill_alone()
+    took = wait_until(lambda: not _processes_in(path) and host.ended(), 2.5)
+    assert took > 0.9, "stopped before the second of grace"
+    assert host.code == 1 and len(host.err.splitlines()) == 1, host.err
+
+
+def test_a_foreground_hook_runs_to_its_end_while_the_agent_lives(vwt, repo, sandbox,
+                                                                 fake_host):
+    _background_hook(sandbox, "sleep 0.5; echo done > hook.out; echo said; exit 3",
+                     background=False)
+    host = fake_host(payload("WorktreeCreate", cwd=repo.path, name="calm"))
+    assert host.code == 0 and host.out == f"{repo.checkout('calm')}\n", host.err
+    assert (repo.checkout("calm") / "hook.out").read_text() == "done\n"
+    assert "said" in host.err and "hook slow (post_create) exited 3" in host.err
+
+
+def test_a_foreground_hook_for_an_agent_still_times_out(vwt, repo, sandbox, fake_host):
+    _background_hook(sandbox, background=False, timeout=0.5)
+    host = fake_host(payload("WorktreeCreate", cwd=repo.path, name="late"))
+    assert host.code == 0 and "hook slow (post_create) timed out" in host.err, host.err
+    assert not _processes_in(repo.checkout("late"))
 
 
 def _running(pid: int) -> bool:

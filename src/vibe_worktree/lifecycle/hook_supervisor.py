@@ -1,5 +1,5 @@
 """`python -m vibe_worktree.lifecycle.hook_supervisor TIMEOUT COMMAND [--host PID STARTED]
-[ROOT BUCKET NAME FD]`: a background hook's keeper.
+[--foreground] [ROOT BUCKET NAME FD]`: a hook's keeper.
 
 Started detached by `vwt new` with the worktree's holder file open (and locked) on an
 inherited descriptor FD, so the worktree stays held exactly as long as this process lives.
@@ -12,6 +12,12 @@ With `--host`, the hook runs for an agent (the process PID, started at STARTED: 
 Code's `WorktreeCreate`), and no process of ours may outlive it: when it dies, the hook's
 group gets SIGTERM, then SIGKILL after GRACE seconds. A pidfd wakes this process the moment
 the agent exits on Linux; elsewhere it polls.
+
+With `--foreground`, vwt waits for the hook (a foreground hook run for an agent): stdin is
+a pipe only that vwt holds, so its end of file says vwt is gone (killed with the agent's
+process group, say) and the hook is stopped as at the agent's death; the hook's output goes
+to stderr, and stdout carries one line for vwt: `exit STATUS`, `timeout`, or `stopped
+WHY` (`agent`, `vwt`). No holder: vwt holds the worktree itself meanwhile.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import signal
 import subprocess
 import sys
 import time
+from typing import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,6 +36,19 @@ if TYPE_CHECKING:
 
 POLL_SECONDS = 0.25
 GRACE = 1.0  # from SIGTERM to SIGKILL; within the 2 s an agent's hook may outlive it
+# why a hook is stopped before its end
+TIMED_OUT = "timeout"
+AGENT = "agent"  # the agent process died
+OWNER = "vwt"  # the vwt waiting for a foreground hook is gone
+
+
+class Ended(NamedTuple):
+    """How the hook ended: by itself (`why` None, its `status`), or stopped for `why`
+    (`how`: SIGTERM, or SIGKILL after the grace)."""
+
+    why: str | None
+    status: int = 0
+    how: str = ""
 
 
 def _stamp() -> str:
@@ -42,8 +62,13 @@ def main(argv: list[str]) -> int:
         from vibe_worktree.agents.host import Host
 
         host, rest = Host(int(rest[1]), rest[2]), rest[3:]
+    foreground = rest[:1] == ["--foreground"]
+    rest = rest[1:] if foreground else rest
     try:
-        return _supervise(timeout, command, host)
+        ended = _supervise(timeout, command, host, foreground)
+        if foreground:
+            return _report(ended)
+        return _log(ended, timeout, host)
     finally:
         if len(rest) >= 4:
             _let_go(rest[0], rest[1], rest[2], int(rest[3]))
@@ -59,47 +84,79 @@ def _let_go(root: str, bucket: str, name: str, fd: int) -> None:
         print(f"[vwt] {_stamp()} could not delete the holder file: {exc}", flush=True)
 
 
-def _supervise(timeout: float, command: str, host: Host | None) -> int:
-    # The hook itself does not inherit the holder descriptor: a daemon it leaves behind
-    # must not hold the worktree forever.
-    child = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL,
-                             start_new_session=True, close_fds=True)
-    try:
-        code = child.wait(timeout=timeout) if host is None else _wait_tied(child, timeout,
-                                                                           host)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
+def _log(ended: Ended, timeout: float, host: Host | None) -> int:
+    """A background hook's end, in its log; the status as a shell gives it."""
+    if ended.why == TIMED_OUT:
         print(f"[vwt] {_stamp()} timed out after {timeout:g} s; its processes were killed",
               flush=True)
         return 124
-    if code is None:
+    if ended.why is not None:
         assert host is not None
-        how = _stop_group(child)
         print(f"[vwt] {_stamp()} the agent process {host.pid} ended; the hook's processes "
-              f"were stopped ({how})", flush=True)
+              f"were stopped ({ended.how})", flush=True)
         return 143
-    print(f"[vwt] {_stamp()} exited with status {code}", flush=True)
-    return code if code >= 0 else 128 - code
+    print(f"[vwt] {_stamp()} exited with status {ended.status}", flush=True)
+    return ended.status if ended.status >= 0 else 128 - ended.status
 
 
-def _wait_tied(child: subprocess.Popen[bytes], timeout: float, host: Host) -> int | None:
-    """The hook's exit status, or None once the agent process is gone first."""
+def _report(ended: Ended) -> int:
+    """A foreground hook's end, as one line for the vwt waiting on it (gone, maybe)."""
+    line = (f"exit {ended.status}" if ended.why is None else
+            ended.why if ended.why == TIMED_OUT else f"stopped {ended.why}")
+    try:
+        os.write(1, f"{line}\n".encode())
+    except OSError:
+        pass  # vwt is gone: nobody to tell
+    return 0
+
+
+def _supervise(timeout: float, command: str, host: Host | None, foreground: bool) -> Ended:
+    # The hook itself does not inherit the holder descriptor: a daemon it leaves behind
+    # must not hold the worktree forever. A foreground hook's output is vwt's stderr.
+    child = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL,
+                             stdout=2 if foreground else None, start_new_session=True,
+                             close_fds=True)
+    if host is None and not foreground:
+        try:
+            return Ended(None, child.wait(timeout=timeout))
+        except subprocess.TimeoutExpired:
+            return _kill_at_timeout(child)
+    why = _wait_tied(child, timeout, host, 0 if foreground else None)
+    if why is None:
+        return Ended(None, child.returncode)
+    if why == TIMED_OUT:
+        return _kill_at_timeout(child)
+    return Ended(why, how=_stop_group(child))
+
+
+def _kill_at_timeout(child: subprocess.Popen[bytes]) -> Ended:
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+    return Ended(TIMED_OUT)
+
+
+def _wait_tied(child: subprocess.Popen[bytes], timeout: float, host: Host | None,
+               owner: int | None) -> str | None:
+    """None once the hook ended by itself; else why it must stop first: the agent process
+    died, the owner's pipe reached end of file, or the timeout came."""
     from vibe_worktree.agents.host import alive
 
     deadline = time.monotonic() + timeout
-    fds = [fd for fd in (_pidfd(host.pid), _pidfd(child.pid)) if fd is not None]
+    pids = [] if host is None else [host.pid]
+    fds = [fd for fd in (_pidfd(pid) for pid in (*pids, child.pid)) if fd is not None]
     try:
-        while True:
-            code = child.poll()
-            if code is not None:
-                return code
-            if not alive(host):
-                return None
+        ready: list[int] = []
+        while child.poll() is None:
+            if host is not None and not alive(host):
+                return AGENT
+            if owner is not None and owner in ready and not os.read(owner, 512):
+                return OWNER
             left = deadline - time.monotonic()
             if left <= 0:
-                raise subprocess.TimeoutExpired(child.args, timeout)
-            select.select(fds, [], [], min(left, POLL_SECONDS))
+                return TIMED_OUT
+            watched = fds if owner is None else [*fds, owner]
+            ready = select.select(watched, [], [], min(left, POLL_SECONDS))[0]
+        return None
     finally:
         for fd in fds:
             os.close(fd)

@@ -58,6 +58,10 @@ class HooksFileError(VwtError):
     """A hooks file that cannot be trusted as a whole: none of its hooks runs."""
 
 
+class AgentGone(VwtError):
+    """The agent process a foreground hook ran for died: the hook was stopped."""
+
+
 class Hook(NamedTuple):
     name: str
     type: str
@@ -343,7 +347,7 @@ def run_hooks(runner: Runner, kind: str, hooks: Sequence[Hook], ctx: Context, cw
         if hook.background:
             results.append(_start_background(runner, hook, ctx, cwd, claim))
             continue
-        result = _run_held(hook, ctx, cwd, claim)
+        result = _run_held(runner, hook, ctx, cwd, claim)
         if result.failed:
             how = "timed out" if result.status == TIMED_OUT else f"exited {result.exit_code}"
             runner.warn(f"hook {hook.name} ({hook.type}) {how}")
@@ -364,13 +368,19 @@ def _holder_id(hook: Hook, pid: int) -> str:
     return f"hook-{hook.name}-{pid}"
 
 
-def _run_held(hook: Hook, ctx: Context, cwd: str, claim: Claim | None) -> HookResult:
+def _run_held(runner: Runner, hook: Hook, ctx: Context, cwd: str,
+              claim: Claim | None) -> HookResult:
+    def run() -> HookResult:
+        if runner.host is None:
+            return run_foreground(hook, ctx, cwd)
+        return run_tied(hook, ctx, cwd, runner.host)
+
     if claim is None:
-        return run_foreground(hook, ctx, cwd)
+        return run()
     from ..core.locks import acquire_holder
 
     with acquire_holder(claim, _holder_id(hook, os.getpid())):
-        return run_foreground(hook, ctx, cwd)
+        return run()
 
 
 def run_foreground(hook: Hook, ctx: Context, cwd: str) -> HookResult:
@@ -397,6 +407,45 @@ def run_foreground(hook: Hook, ctx: Context, cwd: str) -> HookResult:
         raise
     status = OK if code == 0 else FAILED
     return HookResult(hook.name, hook.type, hook.source, status, code)
+
+
+def run_tied(hook: Hook, ctx: Context, cwd: str, host: Host) -> HookResult:
+    """A foreground hook run for an agent: under the hook supervisor, in a session of its
+    own, which stops the hook's group when the agent process dies or when this process
+    does (the end of file of its stdin, a pipe only we hold). So a SIGKILL of the agent's
+    whole process group, this process included, leaves no hook running either.
+    AgentGone when the agent died first."""
+    import subprocess
+
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "vibe_worktree.lifecycle.hook_supervisor", str(hook.timeout),
+             hook.command, *_host_args(host), "--foreground"],
+            cwd=cwd, env=ctx.env(hook), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=_stderr_fd(), start_new_session=True)
+    except OSError as exc:
+        raise VwtError(f"hook {hook.name} could not start: {exc.strerror}") from None
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        report = child.stdout.read().decode("utf-8", "replace").strip()
+        child.wait()
+    finally:
+        child.stdin.close()  # at an exception here, that stops the hook
+        child.stdout.close()
+        if child.poll() is None:
+            child.wait()
+    kind, _, value = report.partition(" ")
+    if kind == "exit" and value.lstrip("-").isdigit():
+        code = int(value)
+        return HookResult(hook.name, hook.type, hook.source, OK if code == 0 else FAILED, code)
+    if kind == "timeout":
+        return HookResult(hook.name, hook.type, hook.source, TIMED_OUT, None)
+    if report == "stopped agent":
+        raise AgentGone(f"the agent process {host.pid} ended while {hook.type} hook "
+                        f"{hook.name} ran; the hook was stopped and {ctx.name} is left at "
+                        f"{ctx.path}: vwt rm {ctx.name} -y removes it")
+    raise VwtError(f"hook {hook.name} ended without a word from its keeper "
+                   f"(status {child.returncode})")
 
 
 def _stderr_fd() -> int:
