@@ -232,6 +232,89 @@ def test_a_worktree_that_cannot_be_held_is_taken_away_again_keeping_its_work(
     assert (repo.checkout("unheld") / "setup.out").read_text() == "generated\n"
 
 
+REFUSED = "unheld is being removed; try again when that finishes"
+
+
+def _create_unheld(vwt, repo, monkeypatch, capfd, also=None):  # type: ignore[no-untyped-def]
+    """WorktreeCreate of `unheld` in this process, its session's hold refused once it is
+    made (after `also(wt, name)`, if given): (exit status, stdout, stderr's lines)."""
+    from vibe_worktree import cli
+    from vibe_worktree.agents import session_hold
+    from vibe_worktree.core.errors import HeldError
+
+    def refused(wt, name, session, host):  # type: ignore[no-untyped-def]
+        if also is not None:
+            also(wt, name)
+        raise HeldError(REFUSED)
+
+    monkeypatch.setattr(session_hold, "hold_for_session", refused)
+    for key in set(os.environ) - set(vwt.env()):
+        monkeypatch.delenv(key)
+    for key, value in vwt.env().items():
+        monkeypatch.setenv(key, value)
+    try:
+        code = _main_with_stdin(cli.main, json.dumps(payload("WorktreeCreate", cwd=repo.path,
+                                                             name="unheld")))
+    finally:
+        monkeypatch.undo()
+    out, err = capfd.readouterr()
+    return code, out, [line for line in err.splitlines() if line.strip()]
+
+
+def test_a_worktree_that_cannot_be_held_stops_its_background_hook_first(
+        vwt, repo, sandbox, monkeypatch, capfd):
+    """The creation's own background hook holds the worktree: it is stopped (it belongs to
+    the failed creation), then the worktree is taken away as usual."""
+    _background_hook(sandbox)
+    seen: list[int] = []
+    path = repo.checkout("unheld")
+
+    def running(wt, name):  # type: ignore[no-untyped-def]
+        wait_until(lambda: _sleeping_in(path), 10)  # the keeper and its sleep 30
+        seen.extend(_processes_in(path))
+        assert _hook_holders(repo, "unheld")
+
+    code, out, err = _create_unheld(vwt, repo, monkeypatch, capfd, running)
+    assert code == 1 and out == "" and err == [f"vwt: error: {REFUSED}"], (out, err)
+    assert not path.exists() and not repo.record_path("unheld").exists()
+    assert not repo.branch_exists("unheld")
+    wait_until(lambda: not any(_running(pid) for pid in seen), 2.0)
+    log = sandbox.vibe_home / "logs" / "worktree" / repo.bucket / "unheld" / "slow.log"
+    assert "asked to stop; the hook's processes were stopped (SIGTERM)" in log.read_text()
+
+
+@pytest.mark.parametrize("keeper", ["pre_remove hook", "live holder"])
+def test_a_worktree_that_cannot_be_held_nor_taken_away_says_what_is_left(
+        vwt, repo, sandbox, monkeypatch, capfd, keeper):
+    """The removal is refused (a failing pre_remove hook, another live holder): the one
+    error line says what is left and the command that removes it, which then does."""
+    from vibe_worktree.core.locks import Holder, acquire_holder
+
+    sandbox.vibe_home.mkdir(parents=True, exist_ok=True)
+    if keeper == "pre_remove hook":
+        (sandbox.vibe_home / "worktree.toml").write_text(
+            '[[hooks]]\nname = "guard"\ntype = "pre_remove"\ncommand = "exit 3"\n')
+    held: list[Holder] = []
+
+    def hold(wt, name):  # type: ignore[no-untyped-def]
+        if keeper == "live holder":
+            held.append(acquire_holder(wt.claim(name), "vwt-run-1"))
+
+    code, out, err = _create_unheld(vwt, repo, monkeypatch, capfd, hold)
+    path = repo.checkout("unheld")
+    why, command = (("pre_remove hook guard exited 3", "vwt rm unheld -y --no-hooks")
+                    if keeper == "pre_remove hook" else
+                    ("unheld is held by a live session (vwt-run-1)", "vwt rm unheld -y"))
+    assert code == 1 and out == "", (out, err)
+    assert err == [f"vwt: error: {REFUSED}; unheld is left at {path}, not taken away again "
+                   f"({why}): {command} removes it"]
+    assert path.is_dir() and repo.record_path("unheld").exists()
+    for holder in held:
+        holder.release()
+    vwt.ok(*command.split()[1:], cwd=repo.path)
+    assert not path.exists() and not repo.record_path("unheld").exists()
+
+
 def _main_with_stdin(main, text: str) -> int:  # type: ignore[no-untyped-def]
     """`main(["hook", "claude-code"])` in this process, with `text` on fd 0 (put back after:
     the hook closes its stdin)."""

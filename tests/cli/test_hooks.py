@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import textwrap
@@ -333,6 +334,24 @@ def test_background_hook_timeout_kills_it_and_releases_the_worktree(
     assert _wait_for(lambda: not repo.live_holders("feature"))
     log = sandbox.vibe_home / "logs" / "worktree" / doc["bucket"] / "feature" / "stuck.log"
     assert "timed out" in log.read_text()
+
+
+def test_a_background_hooks_keeper_sent_sigterm_stops_the_hook_and_lets_go(
+        repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
+    """SIGTERM (how a failed creation takes its hooks back) ends the hook, not just its
+    keeper: the hook's group is stopped, the log says so, the holder file is deleted."""
+    hook_pid = sandbox.tmp / "hook.pid"
+    user_hooks(sandbox, hook_entry("stuck", f"echo $$ > {hook_pid}; exec sleep 60",
+                                   background=True, timeout=60))
+    doc = vwt.new("feature")
+    assert _wait_for(lambda: hook_pid.is_file() and hook_pid.read_text().strip() != "")
+    [holder] = [p.name for p in repo.live_holders("feature")]
+    os.kill(int(holder.rpartition("-")[2]), signal.SIGTERM)
+    assert _wait_for(lambda: not repo.holders_dir("feature").exists(), 3)
+    assert not _alive(int(hook_pid.read_text()))
+    log = sandbox.vibe_home / "logs" / "worktree" / doc["bucket"] / "feature" / "stuck.log"
+    assert "asked to stop; the hook's processes were stopped (SIGTERM)" in log.read_text()
+    assert vwt("doctor").code == 0
 
 
 def test_a_finished_background_hook_deletes_its_holder_file_and_doctor_stays_healthy(

@@ -26,6 +26,7 @@ from .host import find_host
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..api import Worktrees
+    from ..lifecycle.create import Created
 
 AGENT = "claude-code"
 _ACTIVITY = {"UserPromptSubmit": activity.WORKING, "PreToolUse": activity.WORKING,
@@ -149,11 +150,15 @@ def worktree_create(root: Root, payload: dict[str, Any]) -> int:
                 hold_for_session(wt, created.name, session, host)
             if created.created:
                 _tag(wt, created.name, session)
-        except BaseException:
+        except BaseException as exc:
             if created.created:
                 if session:
                     release_session(wt.claim(created.name), session)
-                _undo(wt, created.name)
+                left = _undo(wt, created)
+                if left is not None and isinstance(exc, VwtError):
+                    raise VwtError(f"{exc.message}; {left}", exc.exit_code) from None
+                if left is not None:
+                    wt.warn(left)
             raise
         out.emit(created.path + "\n")
     return EXIT_OK
@@ -181,13 +186,30 @@ def _tag(wt: Worktrees, name: str, session: str | None) -> None:
         write_record(claim.record_path, record._replace(extra=extra))
 
 
-def _undo(wt: Worktrees, name: str) -> None:
+def _undo(wt: Worktrees, created: Created) -> str | None:
     """A worktree made for a session that could not be held is taken away again (its
-    work, if a post_create hook made any, snapshotted first)."""
+    work, if a post_create hook made any, snapshotted first), once the background hooks
+    this creation started, which hold it, are stopped: they belong to the failed creation.
+    None when it is gone; else what is left and the command that removes it."""
+    from ..api import Worktrees
+    from ..lifecycle.hooks import stop_started
+    from ..lifecycle.remove import HOOK_FAILED, REMOVED
+
+    name = created.name
+    command = f"vwt rm {name} -y"
+    quiet = Worktrees(home=wt.root.home, cwd=wt.cwd, warn=lambda _line: None)  # one line
     try:
-        wt.remove(name, confirm_dirty=True)
+        stop_started(wt.claim(name), created.hooks)
+        removal = quiet.remove(name, confirm_dirty=True)
     except (VwtError, OSError) as exc:
-        wt.warn(f"could not take {name} away again: {exc}")
+        why = exc.message if isinstance(exc, VwtError) else str(exc)
+    else:
+        if removal.outcome == REMOVED:
+            return None
+        why = (removal.message or removal.outcome).partition("; nothing removed")[0]
+        if removal.outcome == HOOK_FAILED:
+            command += " --no-hooks"
+    return f"{name} is left at {created.path}, not taken away again ({why}): {command} removes it"
 
 
 # -- WorktreeRemove ---------------------------------------------------------------------------

@@ -13,11 +13,15 @@ Code's `WorktreeCreate`), and no process of ours may outlive it: when it dies, t
 group gets SIGTERM, then SIGKILL after GRACE seconds. A pidfd wakes this process the moment
 the agent exits on Linux; elsewhere it polls.
 
+Sent SIGTERM (vwt does, to take a worktree whose creation failed away again), the keeper
+stops the hook's group the same way and lets go, rather than die and leave it running (one
+that comes before the hook starts ends the keeper: there is nothing to stop yet).
+
 With `--foreground`, vwt waits for the hook (a foreground hook run for an agent): stdin is
 a pipe only that vwt holds, so its end of file says vwt is gone (killed with the agent's
 process group, say) and the hook is stopped as at the agent's death; the hook's output goes
 to stderr, and stdout carries one line for vwt: `exit STATUS`, `timeout`, or `stopped
-WHY` (`agent`, `vwt`). No holder: vwt holds the worktree itself meanwhile.
+WHY` (`agent`, `vwt`, `asked`). No holder: vwt holds the worktree itself meanwhile.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ GRACE = 1.0  # from SIGTERM to SIGKILL; within the 2 s an agent's hook may outli
 TIMED_OUT = "timeout"
 AGENT = "agent"  # the agent process died
 OWNER = "vwt"  # the vwt waiting for a foreground hook is gone
+ASKED = "asked"  # SIGTERM
 
 
 class Ended(NamedTuple):
@@ -90,6 +95,10 @@ def _log(ended: Ended, timeout: float, host: Host | None) -> int:
         print(f"[vwt] {_stamp()} timed out after {timeout:g} s; its processes were killed",
               flush=True)
         return 124
+    if ended.why == ASKED:
+        print(f"[vwt] {_stamp()} asked to stop; the hook's processes were stopped "
+              f"({ended.how})", flush=True)
+        return 143
     if ended.why is not None:
         assert host is not None
         print(f"[vwt] {_stamp()} the agent process {host.pid} ended; the hook's processes "
@@ -113,15 +122,11 @@ def _report(ended: Ended) -> int:
 def _supervise(timeout: float, command: str, host: Host | None, foreground: bool) -> Ended:
     # The hook itself does not inherit the holder descriptor: a daemon it leaves behind
     # must not hold the worktree forever. A foreground hook's output is vwt's stderr.
+    asked = _on_sigterm()  # before the hook starts: a SIGTERM from now on stops it
     child = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.DEVNULL,
                              stdout=2 if foreground else None, start_new_session=True,
                              close_fds=True)
-    if host is None and not foreground:
-        try:
-            return Ended(None, child.wait(timeout=timeout))
-        except subprocess.TimeoutExpired:
-            return _kill_at_timeout(child)
-    why = _wait_tied(child, timeout, host, 0 if foreground else None)
+    why = _wait(child, timeout, host, 0 if foreground else None, asked)
     if why is None:
         return Ended(None, child.returncode)
     if why == TIMED_OUT:
@@ -135,15 +140,28 @@ def _kill_at_timeout(child: subprocess.Popen[bytes]) -> Ended:
     return Ended(TIMED_OUT)
 
 
-def _wait_tied(child: subprocess.Popen[bytes], timeout: float, host: Host | None,
-               owner: int | None) -> str | None:
+def _on_sigterm() -> int:
+    """A pipe SIGTERM makes readable (its number is written to it): select wakes at once,
+    and no exception from a handler can cut the start of the hook in two."""
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    signal.set_wakeup_fd(write)
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: None)
+    return read
+
+
+def _wait(child: subprocess.Popen[bytes], timeout: float, host: Host | None,
+          owner: int | None, asked: int) -> str | None:
     """None once the hook ended by itself; else why it must stop first: the agent process
-    died, the owner's pipe reached end of file, or the timeout came."""
+    died, the owner's pipe reached end of file, SIGTERM came, or the timeout did."""
     from vibe_worktree.agents.host import alive
 
     deadline = time.monotonic() + timeout
     pids = [] if host is None else [host.pid]
     fds = [fd for fd in (_pidfd(pid) for pid in (*pids, child.pid)) if fd is not None]
+    watched = [*fds, asked, *([] if owner is None else [owner])]
+    # without a pidfd to wake on the hook's end, poll for it often
+    poll = POLL_SECONDS if len(fds) > len(pids) else 0.05
     try:
         ready: list[int] = []
         while child.poll() is None:
@@ -151,11 +169,12 @@ def _wait_tied(child: subprocess.Popen[bytes], timeout: float, host: Host | None
                 return AGENT
             if owner is not None and owner in ready and not os.read(owner, 512):
                 return OWNER
+            if asked in ready and signal.SIGTERM in os.read(asked, 512):
+                return ASKED
             left = deadline - time.monotonic()
             if left <= 0:
                 return TIMED_OUT
-            watched = fds if owner is None else [*fds, owner]
-            ready = select.select(watched, [], [], min(left, POLL_SECONDS))[0]
+            ready = select.select(watched, [], [], min(left, poll))[0]
         return None
     finally:
         for fd in fds:

@@ -500,6 +500,40 @@ def _start_background(runner: Runner, hook: Hook, ctx: Context, cwd: str,
     return HookResult(hook.name, hook.type, hook.source, STARTED, None)
 
 
+STOP_WAIT = 3.0  # for keepers to stop their hooks: their second of grace, and then some
+
+
+def stop_started(claim: Claim, results: Sequence[HookResult]) -> None:
+    """Stop the background hooks `results` started on `claim` (for a creation that failed):
+    each keeper, found by its live holder `hook-<name>-<pid>`, gets SIGTERM, stops its hook's
+    process group and lets go; wait for that, at most STOP_WAIT seconds in all."""
+    import signal
+    import time
+
+    from ..core.locks import live_holders, registry_lock, wait_for_holder_release
+
+    names = {r.name for r in results if r.status == STARTED}
+    if not names:
+        return
+    stopped = []
+    # A keeper is this process's child, not reaped while its holder is live, and lets go
+    # only under the registry lock: held, a live holder's pid is the keeper's own.
+    with registry_lock(claim.root):
+        for holder_id in live_holders(claim):
+            name, _, pid = holder_id.removeprefix("hook-").rpartition("-")
+            if (not holder_id.startswith("hook-") or name not in names or not pid.isdigit()
+                    or int(pid) == os.getpid()):
+                continue
+            try:
+                os.kill(int(pid), signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+            stopped.append(holder_id)
+    deadline = time.monotonic() + STOP_WAIT
+    for holder_id in stopped:
+        wait_for_holder_release(claim, holder_id, max(0.0, deadline - time.monotonic()))
+
+
 def _host_args(host: Host | None) -> list[str]:
     """The agent process the hook must not outlive (pid and start time: a pid the kernel
     gave to another process after the agent died is not the agent)."""
