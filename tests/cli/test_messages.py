@@ -113,8 +113,9 @@ print(tolerance_note([row("B1", 0.5)], 2.0))
     ]
 
 
+@pytest.mark.parametrize("command", ["rm", "merge"])
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
-def test_shell_function_leaves_a_worktree_rm_removed_from_under_it(repo, vwt, shell):
+def test_shell_function_leaves_a_worktree_rm_removed_from_under_it(repo, vwt, shell, command):
     import shutil
 
     found = shutil.which(shell)
@@ -122,18 +123,22 @@ def test_shell_function_leaves_a_worktree_rm_removed_from_under_it(repo, vwt, sh
         pytest.skip(f"{shell} is not installed")
     path = vwt.new("feat")["path"]
     vwt.new("gone")
+    if command == "merge":
+        repo.commit("work", {"work.txt": "work\n"}, cwd=path)
+    removing = f"vwt {command} feat{' --no-fetch' if command == 'merge' else ''}"
     if shell == "fish":
         argv = [found, "--no-config", "-c",
-                f"vwt shell-init fish | source; cd {path}; vwt rm feat; pwd"]
+                f"vwt shell-init fish | source; cd {path}; {removing}; pwd"]
     else:
         flags = ["--noprofile", "--norc"] if shell == "bash" else ["-f"]
         argv = [found, *flags, "-c",
-                f'eval "$(vwt shell-init {shell})"; cd {path}; vwt rm feat; pwd']
+                f'eval "$(vwt shell-init {shell})"; cd {path}; {removing}; pwd']
     env = vwt.env({"PATH": f"{Path(VWT_BIN).parent}{os.pathsep}{os.environ['PATH']}"})
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60,
                           cwd=repo.path, stdin=subprocess.DEVNULL)
     assert proc.stdout.splitlines()[-1] == str(repo.path), proc.stderr
-    assert "removed feat" in proc.stdout
+    assert not Path(path).exists()
+    assert f"vwt: now in {repo.path}" in proc.stderr
 
 
 def test_a_command_run_from_a_deleted_folder_says_so(repo, vwt, sandbox):

@@ -46,29 +46,6 @@ def test_cd_and_new_cd_change_the_shells_directory(box: Box, shell: str) -> None
     assert "nope" in result.stderr
 
 
-POSIX_LEAVE_SCRIPT = """\
-eval "$(vwt shell-init {shell})"
-cd "$(vwt path gone)" && vwt rm gone >/dev/null 2>&1; echo "rm rc=$?"; pwd
-cd "$(vwt path landed)" && echo work > landed.txt && git add landed.txt \\
-  && git commit -qm landed && vwt merge landed --no-fetch >/dev/null 2>&1; echo "merge rc=$?"; pwd
-"""
-
-
-@pytest.mark.parametrize("shell", ["bash", "zsh"])
-def test_rm_and_merge_from_inside_leave_the_shell_in_the_main_checkout(
-        box: Box, shell: str) -> None:
-    path = needs(shell)
-    box.new("gone")
-    box.new("landed")
-    flags = ["--noprofile", "--norc"] if shell == "bash" else ["-f"]
-    result = run_shell(box, [path, *flags, "-c", POSIX_LEAVE_SCRIPT.format(shell=shell)])
-    assert result.stdout.splitlines() == ["rm rc=0", str(box.repo), "merge rc=0",
-                                          str(box.repo)], result.stderr
-    assert box.vwt("path", "gone").code != 0  # really removed, not merely left
-    assert "landed.txt" in subprocess.run(["git", "ls-files"], cwd=box.repo, env=box.env,
-                                          capture_output=True, text=True).stdout
-
-
 def test_bash_completes_commands_and_worktree_names(box: Box) -> None:
     path = needs("bash")
     box.new("alpha")
@@ -106,15 +83,6 @@ def test_fish_function_and_completion(box: Box) -> None:
     result = run_shell(box, [path, "--no-config", "-c", script])
     lines = [ln.split("\t")[0] for ln in result.stdout.splitlines()]
     assert lines == [a, "rc=1", "snapshot", "alpha"], result.stdout + result.stderr
-
-
-def test_fish_leaves_a_removed_worktree_for_the_main_checkout(box: Box) -> None:
-    path = needs("fish")
-    box.new("gone")
-    script = ("vwt shell-init fish | source; cd (vwt path gone); and vwt rm gone >/dev/null 2>&1; "
-              "echo rc=$status; pwd")
-    result = run_shell(box, [path, "--no-config", "-c", script])
-    assert result.stdout.splitlines() == ["rc=0", str(box.repo)], result.stderr
 
 
 def test_hidden_complete_honours_home_and_directory_options(box: Box) -> None:
