@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from .agents.activity import Activity
     from .agents.adopt import AdoptResult
     from .agents.foreign import Foreign
-    from .agents.host import Host
+    from .core.host import Host
     from .core.integration import Integration, Tips
     from .core.records import Record
     from .health.doctor import Report as DoctorReport

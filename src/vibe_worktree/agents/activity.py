@@ -12,9 +12,9 @@ import json
 import os
 from typing import NamedTuple
 
+from ..core.host import Host, alive
 from ..core.layout import Claim
 from ..core.records import utc_now
-from .host import Host, alive
 
 FOLDER = "worktree-activity"
 WORKING, WAITING, IDLE = "working", "waiting", "idle"

@@ -17,11 +17,11 @@ import re
 from typing import Any, NamedTuple
 
 from ..core.errors import EXIT_ERROR, EXIT_OK, VwtError
+from ..core.host import find_host
 from ..core.layout import Claim, Root, resolve_home
 from ..core.names import branch_name_problem, path_segment_problem, slugify
 from . import activity
 from .hook_input import close_stdin, read_object
-from .host import find_host
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

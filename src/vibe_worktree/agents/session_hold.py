@@ -17,9 +17,9 @@ import sys
 import time
 
 from ..core.errors import HeldError
+from ..core.host import Host
 from ..core.layout import Claim, Root
 from ..core.locks import holder_ids, holder_is_live, wait_for_holder_release
-from .host import Host
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

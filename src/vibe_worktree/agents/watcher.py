@@ -13,9 +13,9 @@ import select
 import signal
 import sys
 
+from ..core.host import Host, alive
 from ..core.layout import Root
 from ..core.locks import Holder
-from .host import Host, alive
 
 POLL_SECONDS = 0.25
 

@@ -36,7 +36,7 @@ from typing import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from vibe_worktree.agents.host import Host
+    from vibe_worktree.core.host import Host
 
 POLL_SECONDS = 0.25
 GRACE = 1.0  # from SIGTERM to SIGKILL; within the 2 s an agent's hook may outlive it
@@ -64,7 +64,7 @@ def main(argv: list[str]) -> int:
     timeout, command, rest = float(argv[0]), argv[1], argv[2:]
     host = None
     if rest[:1] == ["--host"]:
-        from vibe_worktree.agents.host import Host
+        from vibe_worktree.core.host import Host
 
         host, rest = Host(int(rest[1]), rest[2]), rest[3:]
     foreground = rest[:1] == ["--foreground"]
@@ -154,7 +154,7 @@ def _wait(child: subprocess.Popen[bytes], timeout: float, host: Host | None,
           owner: int | None, asked: int) -> str | None:
     """None once the hook ended by itself; else why it must stop first: the agent process
     died, the owner's pipe reached end of file, SIGTERM came, or the timeout did."""
-    from vibe_worktree.agents.host import alive
+    from vibe_worktree.core.host import alive
 
     deadline = time.monotonic() + timeout
     pids = [] if host is None else [host.pid]

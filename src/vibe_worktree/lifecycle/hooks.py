@@ -28,7 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..agents.host import Host
+    from ..core.host import Host
 
 POST_CREATE = "post_create"
 PRE_REMOVE = "pre_remove"

@@ -34,7 +34,7 @@ def _proc_stat(pid: int) -> tuple[str, int, str] | None:
 
 def _ps_stat(pid: int) -> tuple[str, int, str] | None:
     """The same through ps(1), where there is no /proc (macOS)."""
-    from ..core.processes import Process, find_program
+    from .processes import Process, find_program
 
     program = find_program("ps", "/bin:/usr/bin")
     if program is None:
