@@ -204,6 +204,43 @@ def assert_handed_out(vwt: Vwt, repo: Repo, sandbox: Sandbox, entry: Path, inode
         p.name for p in pool_dir(vwt, repo).iterdir()}
 
 
+def file_stats(checkout: Path) -> dict[str, tuple[int, int]]:
+    """Each file's inode and mtime (ns), `.git` left out: git writes a file it checks out
+    as a new one, so a file it wrote shows a new inode or mtime."""
+    stats = {}
+    for path in checkout.rglob("*"):
+        rel = path.relative_to(checkout).as_posix()
+        if rel != ".git" and path.is_file():
+            stats[rel] = (path.stat().st_ino, path.stat().st_mtime_ns)
+    return stats
+
+
+def test_a_take_writes_only_the_files_that_differ_from_the_entrys_base(
+        repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
+    """Issue 24: the branch is made at the start point with only the differing files
+    touched; every other file of the entry is the same file, untouched since the fill."""
+    repo.commit("many files", {f"src/f{i}.txt": f"{i}\n" for i in range(300)})
+    setup_pool(repo, vwt, 1, deps_hook(sandbox, inputs=["package.json"]))
+    vwt.ok("pool", "fill")
+    entry, _ = ready_entry(vwt, repo)
+    before = file_stats(entry)
+    changed = {"src/f7.txt": "seven\n", "src/f250.txt": "two hundred and fifty\n"}
+    start = repo.commit("two of many", changed)
+    created = vwt.new("feat")
+    assert created["pooled"] is True and created["base_commit"] == start
+    checkout = Path(created["path"])
+    after = file_stats(checkout)
+    assert set(after) == set(before) and len(before) > 300  # the hook did not run again
+    for rel, text in changed.items():
+        assert (checkout / rel).read_text() == text
+        assert after[rel] != before[rel]
+    untouched = {rel: stat for rel, stat in after.items() if rel not in changed}
+    assert untouched == {rel: stat for rel, stat in before.items() if rel not in changed}
+    assert repo.current_branch(checkout) == "feat"
+    assert repo.git("status", "--porcelain", cwd=checkout) == ""
+    wait_for_fillers(vwt, repo)
+
+
 def test_the_claude_code_hook_hands_out_a_ready_entry(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     setup_pool(repo, vwt, 1, deps_hook(sandbox))

@@ -24,7 +24,7 @@ import pytest
 
 from conftest import VWT_BIN as VWT
 
-from .conftest import GitRepo, check_state
+from .conftest import GitRepo, check_state, is_locked
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -549,6 +549,62 @@ def test_prune_removes_an_empty_folder_a_killed_creation_left(repo: GitRepo) -> 
     assert (full / "file.txt").read_text() == "someone's\n"
 
 
+def test_prune_clears_the_name_an_adopt_killed_while_writing_its_record_held(
+        repo: GitRepo) -> None:
+    """The campaign's `adopt` killed at 0.087 s, inside its reservation's record write: the
+    empty folder, the dead `.starting` and the writer's temporary file were left. Prune
+    removed the first two but kept the claim folder for the temporary file, so `adopt` run
+    again took the next name (`feat-2`)."""
+    source = repo.path.parent / "foreign" / "feat"
+    repo.git("worktree", "add", "-q", "-b", "adopt-feat", str(source))
+    _write(source, DIRTY)
+    repo.checkout("feat").mkdir(parents=True)  # what the killed adopt did: the name taken,
+    holders = repo.claim("feat") / "holders"  # its hold, and a record half written
+    holders.mkdir(parents=True)
+    (holders / ".starting").write_text("")
+    half = repo.claim("feat") / ".record.json.0123456789ab.tmp"
+    half.write_text('{"name": "fe')
+    repo.checkout("other").mkdir()
+    repo.claim("other").mkdir()
+    (repo.claim("other") / "notes.tmp").write_text("not a record's\n")  # never touched
+    repo.ok("prune")
+    assert not repo.claim("feat").exists() and not repo.checkout("feat").exists()
+    assert (repo.claim("other") / "notes.tmp").read_text() == "not a record's\n"
+    doctor_healthy(repo)
+    adopted = vwt_json(repo, "adopt", str(source))
+    assert adopted["adopted"][0]["name"] == "feat"  # type: ignore[index]
+    assert _has(repo.checkout("feat"), DIRTY)
+
+
+@pytest.mark.parametrize("repair", ["new", "prune"])
+@pytest.mark.parametrize("relinked", [True, False])
+def test_a_pooled_take_killed_before_its_branch_was_made_is_made_again(
+        repo: GitRepo, repair: str, relinked: bool) -> None:
+    """The campaign's `new pooled` killed at 0.094 s to 0.104 s: the pool's entry was moved
+    into the reserved folder (its admin folder pointed there and unlocked, or not yet), and
+    `git checkout -b` had not made the branch, so the checkout was on a detached HEAD. Prune
+    warned and kept the reservation, and `doctor` reported it for good."""
+    pooled = NewPooled()
+    pooled.prepare(repo)
+    repo.vwt("new", "feat", crash_at="new.pool_taken")
+    checkout = repo.checkout("feat")
+    assert _branch(repo, checkout) == "" and repo.record("feat")["base_commit"] is None
+    admin = Path(repo.git("rev-parse", "--absolute-git-dir", cwd=checkout))
+    if not relinked:  # killed between the folder's rename and pointing git's entry at it
+        entry = repo.sb.root / ".pool" / repo.bucket / admin.name
+        (admin / "gitdir").write_text(f"{entry}/.git\n")
+        (admin / "locked").write_text("vibe-worktree pool entry")
+    if repair == "prune":
+        repo.age_records(30)
+        repo.ok("prune")
+        doctor_healthy(repo)
+        assert not admin.exists() and not (checkout / ".git").exists()
+    again = repo.vwt("new", "feat", "--json")
+    assert pooled.again_ok(repo, again), str(again)
+    assert repo.git("worktree", "prune", "--dry-run", "--verbose") == ""  # no stale entry
+    doctor_healthy(repo)
+
+
 def test_prune_removes_the_empty_folder_of_a_restore_killed_before_its_record(
         repo: GitRepo) -> None:
     """The campaign's seed 11343288 (a `restore` killed at 0.088 s, between taking the name
@@ -613,6 +669,10 @@ def _in_checkout_or_restorable(repo: GitRepo, name: str, files: dict[str, str]) 
     return None
 
 
+def _branch(repo: GitRepo, checkout: Path) -> str:
+    return repo.git("symbolic-ref", "--short", "-q", "HEAD", cwd=checkout, check=False)
+
+
 class Scenario:
     """One command under the kill: `prepare` makes the world, `args` is the command,
     `lost` says what of the user's work is gone (None: nothing), `again_ok` judges the
@@ -629,6 +689,9 @@ class Scenario:
 
     def again_ok(self, repo: GitRepo, run: object) -> bool:
         return getattr(run, "returncode", 1) == 0
+
+    def settle(self, repo: GitRepo) -> None:
+        """Wait for what the command left running on purpose (a detached refill)."""
 
 
 class New(Scenario):
@@ -783,8 +846,98 @@ class Sync(Scenario):
                 and repo.git("merge-base", "--is-ancestor", "main", "feat", check=False) == "")
 
 
+class Adopt(Scenario):
+    """A worktree made by plain `git worktree add` outside the repository, its work
+    uncommitted, staged and untracked, over 400 tracked files, moved in by `adopt`."""
+
+    name, args = "adopt", ("adopt", "../foreign/feat")
+    TRACKED: ClassVar[dict[str, str]] = {f"lib/pkg{i // 40}/m{i}.txt": f"line {i}\n" * 20
+                                         for i in range(400)}
+    STATUS = "M README.md\nA  staged.txt\n?? work/untracked.txt"  # stripped: " M README.md"
+
+    def source(self, repo: GitRepo) -> Path:
+        return repo.path.parent / "foreign" / "feat"
+
+    def prepare(self, repo: GitRepo) -> None:
+        repo.commit("many files", self.TRACKED)
+        repo.git("worktree", "add", "-q", "-b", "adopt-feat", str(self.source(repo)))
+        _dirty(repo, self.source(repo))
+        assert self._status(repo, self.source(repo)) == self.STATUS
+
+    def _status(self, repo: GitRepo, checkout: Path) -> str:
+        return repo.git("status", "--porcelain", "--untracked-files=all", cwd=checkout)
+
+    def _whole(self, repo: GitRepo, checkout: Path) -> bool:
+        return (_has(checkout, {**DIRTY, **self.TRACKED})
+                and self._status(repo, checkout) == self.STATUS)
+
+    def lost(self, repo: GitRepo) -> str | None:
+        if self.source(repo).exists():
+            return None if self._whole(repo, self.source(repo)) else \
+                "the foreign worktree lost work: " + self._status(repo, self.source(repo))
+        checkout = repo.checkout("feat")
+        if not checkout.exists():
+            return _in_checkout_or_restorable(repo, "feat", DIRTY)
+        return None if self._whole(repo, checkout) else \
+            "the adopted checkout lost work: " + self._status(repo, checkout)
+
+    def again_ok(self, repo: GitRepo, run: object) -> bool:
+        checkout = repo.checkout("feat")
+        return (getattr(run, "returncode", 1) == 0 and not self.source(repo).exists()
+                and repo.record_path("feat").exists()
+                and repo.record("feat")["base_commit"] is not None
+                and _branch(repo, checkout) == "adopt-feat"
+                and self._whole(repo, checkout))
+
+
+HOOK_FILE = "built/hook.txt"
+
+
+class NewPooled(Scenario):
+    """`new feat` taking the one ready entry of a pool whose approved post_create hook
+    writes a file and whose `.worktreeinclude` copies 400 ignored files, the start point
+    300 files ahead of the entry; the take starts a detached refill (its own session,
+    which the kill does not reach)."""
+
+    name, args = "new pooled", ("new", "feat")
+
+    def prepare(self, repo: GitRepo) -> None:
+        hook = ('[[hooks]]\nname = "build"\ntype = "post_create"\n'
+                f'command = "mkdir -p built && echo built > {HOOK_FILE}"\n')
+        repo.commit("pool", {".vibe/worktree.toml": f"[pool]\nsize = 1\n\n{hook}",
+                             ".gitignore": "node_modules/\nbuilt/\n",
+                             ".worktreeinclude": "node_modules/\n"})
+        _write(repo.path, INCLUDED)
+        repo.ok("hooks", "approve", "--all")
+        repo.ok("pool", "fill")
+        self.settle(repo)
+        # the start point moves on: the take's `git checkout -b` writes these, and the hook
+        # (no `inputs`) runs again in the taken checkout
+        repo.commit("after the fill", {f"lib/m{i}.txt": f"moved on {i}\n" * 20
+                                       for i in range(300)})
+
+    def settle(self, repo: GitRepo) -> None:
+        """Until no background filler holds or waits for the pool's lock."""
+        folder = repo.sb.root / ".pool" / repo.bucket
+        deadline = time.monotonic() + 60
+        while any(is_locked(folder / lock) for lock in (".fill", ".fill-queue")):
+            assert time.monotonic() < deadline, "the pool's filler did not finish"
+            time.sleep(0.05)
+
+    def lost(self, repo: GitRepo) -> str | None:
+        return None if _has(repo.path, INCLUDED) else "the main checkout's files changed"
+
+    def again_ok(self, repo: GitRepo, run: object) -> bool:
+        self.settle(repo)
+        checkout = repo.checkout("feat")
+        return (getattr(run, "returncode", 1) == 0 and _has(checkout, INCLUDED)
+                and (checkout / HOOK_FILE).read_text() == "built\n"
+                and _branch(repo, checkout) == "feat"
+                and repo.git("status", "--porcelain", cwd=checkout) == "")
+
+
 SCENARIOS = [New(), NewSparse(), NewMove(), Restore(), Snapshot(), Remove(), Prune(), Merge(),
-             Sync()]
+             Sync(), Adopt(), NewPooled()]
 _DURATIONS: dict[str, float] = {}
 
 
@@ -805,6 +958,7 @@ def _measured(scenario: Scenario, tmp: Path) -> float:
         proc = start(repo, *scenario.args)
         proc.communicate(timeout=120)
         _DURATIONS[scenario.name] = time.monotonic() - begin
+        scenario.settle(repo)
     return _DURATIONS[scenario.name]
 
 
@@ -819,6 +973,7 @@ def kill_at(repo: GitRepo, scenario: Scenario, moment: float) -> bool:
 
 
 def check_after_kill(repo: GitRepo, scenario: Scenario, label: str) -> None:
+    scenario.settle(repo)
     repo.age_records(30)  # past the grace period every abandoned reservation has
     pruned = repo.vwt("prune", "--json")
     assert pruned.returncode == 0, f"{label}: prune failed\n{pruned}"

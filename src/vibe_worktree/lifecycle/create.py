@@ -31,7 +31,14 @@ from ..core.names import (
 )
 from ..core.records import CorruptRecord, Record, read_record, utc_now, write_record
 from ..core.ref_locks import release_dead_ref_locks
-from .unfinished import half_made, is_clean, release_dead_locks, tear_down, unfinished
+from .unfinished import (
+    half_made,
+    is_clean,
+    placed_pool_entry,
+    release_dead_locks,
+    tear_down,
+    unfinished,
+)
 from .worktrees import (
     MISSING,
     RESERVED,
@@ -467,9 +474,11 @@ def _resume_reservation(repo: Repo, claim: Claim, record: Record
     branch_ours = False
     try:
         if not is_empty_dir(claim.checkout):
-            checkout = half_made(claim) or validate_for_reuse(claim, record,
-                                                              repo.info.common_dir)
-            if unfinished(checkout, creator_gone=True) is None and not is_clean(checkout):
+            common = repo.info.common_dir
+            checkout = (half_made(claim) or placed_pool_entry(claim, common)
+                        or validate_for_reuse(claim, record, common))
+            if (checkout.branch == record.branch and unfinished(checkout, creator_gone=True)
+                    is None and not is_clean(checkout)):
                 from .include import copy_included_files  # the step a kill may have cut short
 
                 copy_included_files(repo.info.repo_root, claim.checkout, repo.root.home,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from typing import NamedTuple
@@ -17,7 +18,7 @@ from ..core import git as g
 from ..core.errors import DiskFull, HeldError, InvalidName, VwtError
 from ..core.faults import checkpoint
 from ..core.git import commit_of, head_commit, map_parallel, update_refs
-from ..core.layout import Root, is_empty_dir, rmdir_if_empty, unlink_if_exists
+from ..core.layout import Claim, Root, is_empty_dir, rmdir_if_empty, unlink_if_exists
 from ..core.locks import (
     STARTING,
     Holder,
@@ -50,6 +51,7 @@ from .unfinished import (
     drop_created_branch,
     finish_in_place,
     half_made,
+    placed_pool_entry,
     release_dead_locks,
     tear_down,
     unfinished,
@@ -279,7 +281,21 @@ def _drop_empty_unclaimed_folders(root: Root, found: list[Entry]) -> None:
         for name in names:
             claim = root.claim(bucket, name)
             if (bucket, name) not in claimed and rmdir_if_empty(claim.checkout):
+                _drop_half_written_records(claim)
                 tidy_claim_folders(claim)  # the folders it had made for its record, if empty
+
+
+def _drop_half_written_records(claim: Claim) -> None:
+    """The temporary files of a record write the killed reservation never renamed into
+    place (`write_atomically`'s names): left, they kept its claim folder and so the name."""
+    stem = re.escape(os.path.basename(claim.record_path))
+    try:
+        names = os.listdir(claim.folder)
+    except OSError:
+        return
+    for name in names:
+        if re.fullmatch(rf"\.{stem}\.[0-9a-f]{{12}}\.tmp", name):
+            unlink_if_exists(os.path.join(claim.folder, name))
 
 
 def _release_dead_index_locks(found: list[Entry], warn: Warn) -> None:
@@ -423,8 +439,10 @@ def _settle_interrupted_creation(entry: Entry, now: float, dry_run: bool, result
     assert entry.record is not None
     claim = entry.claim
     try:
-        checkout = half_made(claim) or validate_for_reuse(claim, entry.record, "")
-        if unfinished(checkout, creator_gone=True) is None:
+        checkout = (half_made(claim) or placed_pool_entry(claim)
+                    or validate_for_reuse(claim, entry.record, ""))
+        if checkout.branch == entry.record.branch and unfinished(
+                checkout, creator_gone=True) is None:
             if not dry_run:
                 from .include import copy_included_files  # the step a kill may have cut short
 

@@ -16,6 +16,7 @@ import os
 
 from ..core import git as g
 from ..core.errors import VwtError
+from ..core.files import write_atomically
 from ..core.layout import Claim, unlink_if_exists
 from .remove import delete_trash, move_to_trash
 from .worktrees import Checkout
@@ -79,6 +80,22 @@ def half_made(claim: Claim) -> Checkout | None:
     return Checkout(claim.checkout, admin, common, None)
 
 
+def placed_pool_entry(claim: Claim, common_dir: str | None = None) -> Checkout | None:
+    """A ready pool entry a killed take had moved into the reserved folder before
+    `git checkout -b` gave it its branch: a linked worktree of this bucket on a detached
+    HEAD. Only asked of a dead creator's reservation, so never handed out: it holds nothing
+    of the user's, and is torn down like a half-made checkout. None otherwise."""
+    from .worktrees import validate_checkout
+
+    try:
+        checkout = validate_checkout(claim, common_dir or None)
+    except VwtError:
+        return None
+    if checkout.branch is not None or _adding(checkout.admin_dir):
+        return None
+    return checkout
+
+
 def is_clean(checkout: Checkout) -> bool:
     """Nothing but what its HEAD has (ignored files aside): nothing to lose."""
     from .worktrees import housekeeping_git
@@ -91,11 +108,30 @@ def tear_down(claim: Claim, checkout: Checkout) -> None:
     decides about the reservation). Only for a checkout never handed to anyone."""
     if _adding(checkout.admin_dir):  # git keeps a locked entry through `worktree prune`
         unlink_if_exists(os.path.join(checkout.admin_dir, "locked"))
+    _finish_relink(claim, checkout)
     trash = move_to_trash(claim)
     repo_git = g.Git(checkout.common_dir)
     if not g.worktree_remove_entry(repo_git, claim.checkout):
         g.worktree_prune(repo_git)
     delete_trash(trash)
+
+
+def _finish_relink(claim: Claim, checkout: Checkout) -> None:
+    """A pool entry taken by a creation killed right after moving it: git's entry may still
+    name the pool folder and be locked by the pool. Point it here and unlock it, as the take
+    would have next, so git finds the entry by this path to remove it."""
+    from .pool import LOCK_REASON
+
+    locked = os.path.join(checkout.admin_dir, "locked")
+    try:
+        with open(locked, encoding="utf-8", errors="replace") as handle:
+            reason = handle.read(64).strip()
+    except OSError:
+        return
+    if reason == LOCK_REASON:
+        write_atomically(os.path.join(checkout.admin_dir, "gitdir"),
+                         f"{claim.checkout}/.git\n".encode(), 0o644)
+        unlink_if_exists(locked)
 
 
 def drop_created_branch(repo_git: g.Git, branch: str) -> bool:
