@@ -894,6 +894,29 @@ def mcp_answer(proc: Any, want_id: int) -> dict[str, Any] | None:
             return message
 
 
+@contextlib.contextmanager
+def mcp_session(vwt: Any, cwd: Path) -> Iterator[Any]:
+    """A `vwt mcp` process on stdio, initialised; closed (or killed) afterwards."""
+    proc = subprocess.Popen([VWT_BIN, "mcp"], cwd=cwd, env=vwt.env(), text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    try:
+        mcp_send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                        "params": {"protocolVersion": "2024-11-05", "capabilities": {},
+                                   "clientInfo": {"name": "test", "version": "0"}}})
+        assert mcp_answer(proc, 1) is not None
+        mcp_send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        yield proc
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=15)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
 def squash_merge_on_the_forge(origin_repo: Any, branch: str, worktree: str | Path) -> None:
     """What a forge's "squash and merge" does: `branch` pushed from `worktree`, squashed
     into origin's main by someone else; the local repository has not fetched it."""

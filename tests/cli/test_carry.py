@@ -12,12 +12,12 @@ import pytest
 
 from conftest import (
     MCP_INSTALLED,
-    VWT_BIN,
     assert_error,
     assert_matches_schema,
     make_racily_clean,
     mcp_answer,
     mcp_send,
+    mcp_session,
 )
 
 BINARY = bytes(range(256)) * 4
@@ -365,15 +365,7 @@ def test_a_carry_killed_before_creation_leaves_a_retry_possible(repo, vwt):
 @pytest.mark.skipif(not MCP_INSTALLED, reason="needs the optional mcp extra")
 def test_mcp_create_carries_and_offers_no_move(repo, vwt):
     repo.write("README.md", "# from the agent's checkout\n")
-    proc = subprocess.Popen([VWT_BIN, "mcp"], cwd=repo.path, env=vwt.env(), text=True,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
-    try:
-        mcp_send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                        "params": {"protocolVersion": "2024-11-05", "capabilities": {},
-                                   "clientInfo": {"name": "test", "version": "0"}}})
-        assert mcp_answer(proc, 1) is not None
-        mcp_send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    with mcp_session(vwt, repo.path) as proc:
         mcp_send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
         listed = mcp_answer(proc, 2)
         assert listed is not None
@@ -391,9 +383,6 @@ def test_mcp_create_carries_and_offers_no_move(repo, vwt):
         assert (Path(document["path"]) / "README.md").read_text() == (
             "# from the agent's checkout\n")
         assert (repo.path / "README.md").read_text() == "# from the agent's checkout\n"
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_carry_refuses_a_nested_repository_and_creates_nothing(repo, vwt):

@@ -8,7 +8,6 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +17,6 @@ import pytest
 
 from conftest import (
     MCP_INSTALLED,
-    VWT_BIN,
     Repo,
     Sandbox,
     Vwt,
@@ -27,6 +25,7 @@ from conftest import (
     is_locked,
     mcp_answer,
     mcp_send,
+    mcp_session,
     wait_for,
 )
 
@@ -265,15 +264,7 @@ def test_the_mcp_create_tool_hands_out_a_ready_entry(
     setup_pool(repo, vwt, 1, deps_hook(sandbox))
     vwt.ok("pool", "fill")
     entry, inode = ready_entry(vwt, repo)
-    proc = subprocess.Popen([VWT_BIN, "mcp"], cwd=repo.path, env=vwt.env(), text=True,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
-    try:
-        mcp_send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                        "params": {"protocolVersion": "2024-11-05", "capabilities": {},
-                                   "clientInfo": {"name": "test", "version": "0"}}})
-        assert mcp_answer(proc, 1) is not None
-        mcp_send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    with mcp_session(vwt, repo.path) as proc:
         mcp_send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                         "params": {"name": "create", "arguments": {"name": "mcp-pooled"}}})
         called = mcp_answer(proc, 2)
@@ -286,16 +277,6 @@ def test_the_mcp_create_tool_hands_out_a_ready_entry(
                                       "source": "project", "status": "ok", "exit_code": 0}]
         assert_handed_out(vwt, repo, sandbox, entry, inode, Path(document["path"]),
                           "mcp-pooled")
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        try:
-            proc.wait(timeout=15)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-
 
 def fillers_of(sandbox: Sandbox) -> set[int]:
     """The pids of the background fillers (`python -m vibe_worktree.lifecycle.pool HOME
