@@ -13,7 +13,7 @@ import select
 import signal
 import sys
 
-from ..core.host import Host, alive
+from ..core.host import Host, alive, open_pidfd
 from ..core.layout import Root
 from ..core.locks import Holder
 
@@ -30,11 +30,7 @@ def _stop(_signum: int, _frame: object) -> None:
 
 def wait_for_exit(host: Host) -> None:
     """Return once the host process is gone."""
-    pidfd = None
-    try:
-        pidfd = os.pidfd_open(host.pid)
-    except (AttributeError, OSError):
-        pass
+    pidfd = open_pidfd(host.pid)
     try:
         while alive(host):
             if pidfd is not None:

@@ -20,16 +20,34 @@ class Host(NamedTuple):
     started: str  # the kernel's start time of the process ("" where it cannot be read)
 
 
-def _proc_stat(pid: int) -> tuple[str, int, str] | None:
-    """(name, parent pid, start time) from /proc (Linux), or None."""
+def read_stat(pid: int) -> tuple[str, list[str]] | None:
+    """The name of process `pid` and the fields of /proc/PID/stat after it (Linux):
+    [0] the state, [1] the parent pid, [2] the process group, [19] the start time;
+    None when it cannot be read."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             raw = f.read().decode("utf-8", "replace")
     except OSError:
         return None
-    name = raw[raw.index("(") + 1:raw.rindex(")")]
-    fields = raw[raw.rindex(")") + 2:].split()
-    return name, int(fields[1]), fields[19]  # state, ppid, ... starttime is field 22
+    return raw[raw.index("(") + 1:raw.rindex(")")], raw[raw.rindex(")") + 2:].split()
+
+
+def open_pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when process `pid` exits; None where there is
+    none (not Linux, or the process is gone)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _proc_stat(pid: int) -> tuple[str, int, str] | None:
+    """(name, parent pid, start time) from /proc (Linux), or None."""
+    stat = read_stat(pid)
+    if stat is None:
+        return None
+    name, fields = stat
+    return name, int(fields[1]), fields[19]
 
 
 def _ps_stat(pid: int) -> tuple[str, int, str] | None:
@@ -78,10 +96,8 @@ def alive(host: Host) -> bool:
         pass  # someone else's process with that pid: the start time tells
     if not os.path.isdir("/proc/self"):
         return not host.started or (_ps_stat(host.pid) or ("", 0, ""))[2] == host.started
-    try:
-        with open(f"/proc/{host.pid}/stat", "rb") as f:
-            raw = f.read().decode("utf-8", "replace")
-    except OSError:
+    stat = read_stat(host.pid)
+    if stat is None:
         return False
-    fields = raw[raw.rindex(")") + 2:].split()
+    fields = stat[1]
     return fields[0] != "Z" and (not host.started or fields[19] == host.started)

@@ -285,16 +285,23 @@ def _rebase_state(checkout: Checkout) -> tuple[str, str] | None:
         return None
 
 
+def _noted_label(checkout: Checkout) -> str:
+    """The label `_keep_label` noted for the rebase in progress; "" when there is none."""
+    folder = _state_folder(checkout)
+    if folder is None:
+        return ""
+    try:
+        with open(os.path.join(folder, ONTO_LABEL), encoding="utf-8") as note:
+            return note.read().strip()
+    except OSError:
+        return ""
+
+
 def _onto_label(git: g.Git, tips: Tips, onto: str, checkout: Checkout) -> str:
     """The short name of what a stopped rebase goes onto: the one its stop noted, else
     `<remote>/T` or T when it is one of their tips, else a branch whose tip it is, else
     the commit."""
-    folder = _state_folder(checkout)
-    try:
-        with open(os.path.join(folder or "", ONTO_LABEL), encoding="utf-8") as note:
-            label = note.read().strip()
-    except OSError:
-        label = ""
+    label = _noted_label(checkout)
     if label:
         return label
     found = tips.target

@@ -34,7 +34,7 @@ from ..core.ref_locks import release_dead_ref_locks
 from .unfinished import (
     half_made,
     is_clean,
-    placed_pool_entry,
+    left_by_dead_creator,
     release_dead_locks,
     tear_down,
     unfinished,
@@ -474,11 +474,8 @@ def _resume_reservation(repo: Repo, claim: Claim, record: Record
     branch_ours = False
     try:
         if not is_empty_dir(claim.checkout):
-            common = repo.info.common_dir
-            checkout = (half_made(claim) or placed_pool_entry(claim, common)
-                        or validate_for_reuse(claim, record, common))
-            if (checkout.branch == record.branch and unfinished(checkout, creator_gone=True)
-                    is None and not is_clean(checkout)):
+            checkout, finished = left_by_dead_creator(claim, record, repo.info.common_dir)
+            if finished and not is_clean(checkout):
                 from .include import copy_included_files  # the step a kill may have cut short
 
                 copy_included_files(repo.info.repo_root, claim.checkout, repo.root.home,

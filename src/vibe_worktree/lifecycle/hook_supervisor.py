@@ -154,11 +154,11 @@ def _wait(child: subprocess.Popen[bytes], timeout: float, host: Host | None,
           owner: int | None, asked: int) -> str | None:
     """None once the hook ended by itself; else why it must stop first: the agent process
     died, the owner's pipe reached end of file, SIGTERM came, or the timeout did."""
-    from vibe_worktree.core.host import alive
+    from vibe_worktree.core.host import alive, open_pidfd
 
     deadline = time.monotonic() + timeout
     pids = [] if host is None else [host.pid]
-    fds = [fd for fd in (_pidfd(pid) for pid in (*pids, child.pid)) if fd is not None]
+    fds = [fd for fd in (open_pidfd(pid) for pid in (*pids, child.pid)) if fd is not None]
     watched = [*fds, asked, *([] if owner is None else [owner])]
     # without a pidfd to wake on the hook's end, poll for it often
     poll = POLL_SECONDS if len(fds) > len(pids) else 0.05
@@ -179,13 +179,6 @@ def _wait(child: subprocess.Popen[bytes], timeout: float, host: Host | None,
     finally:
         for fd in fds:
             os.close(fd)
-
-
-def _pidfd(pid: int) -> int | None:
-    try:
-        return os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return None
 
 
 def _stop_group(child: subprocess.Popen[bytes]) -> str:
@@ -211,18 +204,13 @@ def _signal_group(pgid: int, signum: int) -> None:
 def _group_runs(pgid: int) -> bool:
     """A process of the group still runs (its exited, unreaped leader does not count).
     Without /proc, assume so: the grace is then waited in full."""
+    from vibe_worktree.core.host import read_stat
+
     if not os.path.isdir("/proc/self"):
         return True
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                raw = f.read().decode("utf-8", "replace")
-        except OSError:
-            continue
-        fields = raw[raw.rindex(")") + 2:].split()
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+        stat = read_stat(int(entry)) if entry.isdigit() else None
+        if stat is not None and int(stat[1][2]) == pgid and stat[1][0] not in ("Z", "X"):
             return True
     return False
 

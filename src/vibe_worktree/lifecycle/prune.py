@@ -51,7 +51,7 @@ from .unfinished import (
     drop_created_branch,
     finish_in_place,
     half_made,
-    placed_pool_entry,
+    left_by_dead_creator,
     release_dead_locks,
     tear_down,
     unfinished,
@@ -439,10 +439,8 @@ def _settle_interrupted_creation(entry: Entry, now: float, dry_run: bool, result
     assert entry.record is not None
     claim = entry.claim
     try:
-        checkout = (half_made(claim) or placed_pool_entry(claim)
-                    or validate_for_reuse(claim, entry.record, ""))
-        if checkout.branch == entry.record.branch and unfinished(
-                checkout, creator_gone=True) is None:
+        checkout, finished = left_by_dead_creator(claim, entry.record, "")
+        if finished:
             if not dry_run:
                 from .include import copy_included_files  # the step a kill may have cut short
 

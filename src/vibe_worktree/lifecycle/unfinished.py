@@ -18,6 +18,7 @@ from ..core import git as g
 from ..core.errors import VwtError
 from ..core.files import write_atomically
 from ..core.layout import Claim, unlink_if_exists
+from ..core.records import Record
 from .remove import delete_trash, move_to_trash
 from .worktrees import Checkout
 
@@ -94,6 +95,20 @@ def placed_pool_entry(claim: Claim, common_dir: str | None = None) -> Checkout |
     if checkout.branch is not None or _adding(checkout.admin_dir):
         return None
     return checkout
+
+
+def left_by_dead_creator(claim: Claim, record: Record, common_dir: str
+                         ) -> tuple[Checkout, bool]:
+    """The checkout a dead creator left in its reserved folder, and whether git finished it
+    on the record's branch (then the creation can be finished; else it is torn down): one
+    git never finished, a pool entry a take moved in before its branch, or a whole one."""
+    from .worktrees import validate_for_reuse
+
+    checkout = (half_made(claim) or placed_pool_entry(claim, common_dir)
+                or validate_for_reuse(claim, record, common_dir))
+    finished = (checkout.branch == record.branch
+                and unfinished(checkout, creator_gone=True) is None)
+    return checkout, finished
 
 
 def is_clean(checkout: Checkout) -> bool:
