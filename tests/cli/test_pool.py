@@ -478,12 +478,18 @@ def test_new_refills_the_pool_in_the_background(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     setup_pool(repo, vwt, 2, deps_hook(sandbox))
     vwt.ok("pool", "fill")
-    slow = deps_hook(sandbox, extra=" && sleep 3")
+    gate = sandbox.tmp / "gate"
+    # a refill's hook cannot end before the test opens the gate; the take's own run is not
+    # gated: `new` returning at all shows it did not wait for the refill
+    slow = deps_hook(sandbox, extra=f' && if [ -n "$VWT_POOL" ]; then '
+                                    f"while [ ! -f {gate} ]; do sleep 0.05; done; fi")
     repo.commit("slow refills", {".vibe/worktree.toml": pool_config(2, slow)})
     vwt.ok("hooks", "approve", "--all")
-    assert vwt.new("one")["pooled"] is True
-    assert status(vwt)["ready"] == 1  # new did not wait for the refill (a 3 s hook)
-    wait_for_fillers(vwt, repo)
+    with gate_opened_at_exit(gate):
+        assert vwt.new("one")["pooled"] is True
+        assert status(vwt)["ready"] == 1
+        gate.touch()
+        wait_for_fillers(vwt, repo)
     assert status(vwt)["ready"] == 2
 
 
