@@ -1016,6 +1016,25 @@ def own_commits(git: Git, base: str, head: str) -> list[CommitInfo]:
     return found
 
 
+class RefUpdate(NamedTuple):
+    """The latest entry of a ref's reflog."""
+
+    old: str | None  # None when the entry created the ref (or the one before is gone)
+    new: str
+    reason: str  # the `-m` message of the update (`vwt sync NAME`, `commit: ...`)
+
+
+def last_update(git: Git, ref: str) -> RefUpdate | None:
+    """How `ref` last moved, from its reflog; None without one (reflogs can be off)."""
+    result = git.run("log", "-g", "-2", "--no-decorate", "--format=%H%x00%gs", ref, "--",
+                     check=False)
+    entries = [line.split("\0", 1) for line in result.stdout.splitlines() if "\0" in line]
+    if result.returncode != 0 or not entries:
+        return None
+    new, reason = entries[0]
+    return RefUpdate(entries[1][0] if len(entries) > 1 else None, new, reason)
+
+
 def compare_and_swap(git: Git, ref: str, new: str, old: str, reason: str) -> bool:
     """Point `ref` at `new` only while it still points at `old`; False when it moved (a
     full disk is an error of its own, never reported as a moved ref)."""
