@@ -344,3 +344,23 @@ def test_list_and_status_word_integration_alike(repo, vwt):
     assert "same commit" in row, row
     landed = re.search(r"^  landed\s+(.+)$", vwt.ok("status", "feat").out, re.M)
     assert landed and landed[1] == "same commit", landed
+
+
+@pytest.mark.parametrize("worktree_has", ["file", "folder"])
+def test_a_stopped_file_folder_conflict_names_the_real_path(repo, vwt, worktree_has):
+    """git leaves the file as `df~<label>` in the worktree; vwt names `df` (SPEC §16)."""
+    if worktree_has == "file":
+        repo.commit("a file", {"df": "a file\n"})
+    path = Path(vwt.new("feat")["path"])
+    if worktree_has == "file":
+        repo.commit("feat edits the file", {"df": "edited\n"}, cwd=path)
+        repo.git("rm", "-q", "df")
+        repo.commit("main turns it into a folder", {"df/x": "a folder\n"})
+    else:
+        repo.commit("feat adds a folder", {"df/inner.txt": "in a folder\n"}, cwd=path)
+        repo.commit("main adds a file", {"df": "a file\n"})
+    stopped = sync(vwt, "feat", "--stop-on-conflict", "--no-fetch", code=1)
+    assert stopped["outcome"] == "conflict_stopped" and stopped["conflicts"] == ["df"], stopped
+    again = sync(vwt, "feat", code=1)
+    assert again["conflicts"] == ["df"], again
+    assert sync(vwt, "feat", "--abort")["outcome"] == "aborted"

@@ -1186,9 +1186,27 @@ def rebase_abort(git: Git) -> None:
 
 
 def unmerged_paths(git: Git) -> list[str]:
-    """The paths with unresolved conflicts in the index, as git prints them."""
-    out = git.out("diff", "--name-only", "-z", "--diff-filter=U", env={"GIT_OPTIONAL_LOCKS": "0"})
-    return sorted(dict.fromkeys(path for path in out.split("\0") if path))
+    """The repository's paths with unresolved conflicts in the index. In a file/folder
+    conflict git leaves the file as `<path>~<label>` (`df~HEAD`, `df~1a2b3c4 (subject)`)
+    beside the folder `<path>/`, and lists that stand-in name: the path is `<path>`."""
+    env = {"GIT_OPTIONAL_LOCKS": "0"}
+    out = git.out("diff", "--name-only", "-z", "--diff-filter=U", env=env)
+    paths = [path for path in out.split("\0") if path]
+    if any("~" in path for path in paths):
+        indexed = git.out("ls-files", "-z", env=env).split("\0")
+        folders = {path[:i] for path in indexed for i, c in enumerate(path) if c == "/"}
+        paths = [_clashing_path(path, folders) for path in paths]
+    return sorted(dict.fromkeys(paths))
+
+
+def _clashing_path(path: str, folders: set[str]) -> str:
+    """`<path>` of a stand-in `<path>~<label>` whose `<path>` is a folder in the index (git
+    puts no `/` in the label); `path` itself when it is no such stand-in."""
+    start = path.rfind("/") + 1
+    for i in range(start, len(path)):
+        if path[i] == "~" and path[:i] in folders:
+            return path[:i]
+    return path
 
 
 def add_all_and_commit(git: Git, message: str) -> None:
