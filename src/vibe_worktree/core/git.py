@@ -1095,6 +1095,31 @@ def move_checkout(git: Git, old: str, new: str) -> str | None:
     return None
 
 
+class InTheWay(NamedTuple):
+    """A checkout's local changes that moving it to another commit would overwrite."""
+
+    changed: tuple[str, ...]  # tracked files changed there, staged or not
+    untracked: tuple[str, ...]
+
+
+def in_the_way(git: Git, old: str, new: str) -> InTheWay:
+    """What stops moving this checkout from `old` to `new` (`move_checkout_check`'s
+    reason, by path): the files it changed that the move changes, and its untracked files
+    where the move writes a file, or a folder of one (or a file where they are a folder)."""
+    moving = set(changed_paths(git, old, new))
+    moving_folders = {path[:i] for path in moving for i, c in enumerate(path) if c == "/"}
+    out = git.out("status", "--porcelain", "-z", "--untracked-files=all", "--no-renames",
+                  env={"GIT_OPTIONAL_LOCKS": "0"})
+    changed: list[str] = []
+    untracked: list[str] = []
+    for entry in filter(None, out.split("\0")):
+        path = entry[3:]
+        folders = (path[:i] for i, c in enumerate(path) if c == "/")
+        if path in moving or path in moving_folders or any(f in moving for f in folders):
+            (untracked if entry.startswith("??") else changed).append(path)
+    return InTheWay(tuple(sorted(changed)), tuple(sorted(untracked)))
+
+
 class CheckoutMove(NamedTuple):
     git: Git
     old: str
