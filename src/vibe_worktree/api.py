@@ -26,7 +26,7 @@ from .core.locks import (
     live_holders,
     new_holder_id,
     prune_lock,
-    registry_lock,
+    registry_read_lock,
     running_hooks,
 )
 from .lifecycle.worktrees import (
@@ -536,7 +536,7 @@ class Worktrees:
     def _list(self, all_repos: bool, with_status: bool) -> builtins.list[Listed]:
         buckets = self.root.buckets() if all_repos else [self.repo.bucket]
         found = entries(self.root, buckets, with_recovery=False)
-        with registry_lock(self.root):
+        with registry_read_lock(self.root):
             rows = [_listed(e, live_holders(e.claim) if e.has_holders else []) for e in found]
         rows = _with_activity(self.root, rows)
         if not with_status:
@@ -595,7 +595,7 @@ class Worktrees:
             landed = _integration(target.checkout, inspection, None, tips)
             if tips is not None and inspection.head is not None and inspection.ahead:
                 own = left_right_counts(target.checkout.git, tips.commits[0], inspection.head)[1]
-        with registry_lock(self.root):
+        with registry_read_lock(self.root):
             holders = live_holders(claim)
         status = WorktreeStatus(
             name, claim.checkout, record.branch, record.branch_created, record.base_commit,

@@ -50,6 +50,7 @@ ORPHANED_REPOSITORY = "orphaned_repository"
 REPOSITORY_MOVED = "repository_moved"
 UNFINISHED_CHECKOUT = "unfinished_checkout"  # git never finished writing a recorded checkout
 BROKEN_POOL_ENTRY = "broken_pool_entry"
+READ_ONLY_HOME = "read_only_home"
 
 ARCHIVE_FIX = ("vwt doctor --archive-orphans (if the repository was moved, run "
                "vwt doctor --relocate inside it instead)")
@@ -121,13 +122,20 @@ def _report(found: list[Problem]) -> Report:
 
 # -- the root itself ---------------------------------------------------------------------------
 def _root_problems(root: Root) -> list[Problem]:
-    found = []
+    found: list[Problem] = []
     for path in (f"{root.home}/worktrees", root.claims):
         try:
             mode = os.lstat(path).st_mode
         except FileNotFoundError:
             continue
-        if stat.S_ISLNK(mode):
+        if stat.S_ISDIR(mode) and _read_only(path):
+            if not any(p.kind == READ_ONLY_HOME for p in found):  # one filesystem, one line
+                found.append(Problem(
+                    READ_ONLY_HOME, None, None, path, "is on a read-only filesystem: vwt can "
+                    "list and inspect, but cannot create, hold or remove worktrees",
+                    f"remount the filesystem holding {path} read-write, or set VIBE_HOME "
+                    "(or --home) to a writable folder"))
+        elif stat.S_ISLNK(mode):
             found.append(Problem(UNSAFE_ROOT, None, None, path, "is a symlink",
                                  f"replace the symlink {path} with a real folder holding "
                                  "the same files"))
@@ -138,6 +146,14 @@ def _root_problems(root: Root) -> list[Problem]:
             found.append(Problem(UNSAFE_ROOT, None, None, path, "is not writable",
                                  f"chmod u+rwx {path}"))
     return found
+
+
+def _read_only(path: str) -> bool:
+    """The filesystem (or the mount) holding `path` is read-only: no chmod helps."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 # -- claims and holders ------------------------------------------------------------------------
