@@ -445,7 +445,7 @@ class Worktrees:
         if not created.pooled and not (has_pool or _any_hooks_file(self.root.home,
                                                                      created.repo_root)):
             return
-        from .lifecycle import pool
+        from .lifecycle import pool, pool_fill
 
         try:
             if not created.pooled:
@@ -454,7 +454,7 @@ class Worktrees:
                 if size == 0 or len(found.ready) >= size or pool.filling(self.root,
                                                                          created.bucket):
                     return
-            pool.spawn_refill(self.root.home, created.repo_root, created.bucket)
+            pool_fill.spawn_refill(self.root.home, created.repo_root, created.bucket)
         except VwtError as exc:
             self.warn(f"the pool was not refilled: {exc.message}")
 
@@ -859,11 +859,12 @@ class Worktrees:
         """Fill this repository's pool now, in the foreground, up to `size` (default: the
         configured size); waits for a background filler first. A VwtError names the hook
         that failed when an entry could not be made ready."""
-        from .lifecycle import pool
+        from .lifecycle import pool, pool_fill
 
         repo = self.repo
-        outcome = pool.fill(self.root, repo.info.repo_root, size, wait=True, fetch=fetch,
-                            ask=ask, warn=self.warn, progress=progress or (lambda _m: None))
+        outcome = pool_fill.fill(self.root, repo.info.repo_root, size, wait=True, fetch=fetch,
+                                 ask=ask, warn=self.warn,
+                                 progress=progress or (lambda _m: None))
         if outcome.failure is not None:
             raise VwtError(f"a pool entry could not be made ready: {outcome.failure}")
         return pool.status_of(self.root, repo.bucket, repo.info.repo_root)

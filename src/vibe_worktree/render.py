@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from .agents.foreign import Foreign
     from .api import Listed
+    from .lifecycle.pool import PoolStatus
 
 RESET = "\033[0m"
 STATE_COLOURS = {
@@ -158,6 +159,21 @@ def list_table(rows: list[Listed], colour: bool) -> str:
         for codes in colours:
             codes.insert(-1, codes[-1] if codes is colours[0] else None)
     return table(cells, colours, colour)
+
+
+def pool_lines(pool: PoolStatus) -> str:
+    """`vwt pool`: one line per pool, and one more when its last fill failed."""
+    from .core.disk import human
+
+    base = pool.base[:12] if pool.base else "-"
+    extra = f", {pool.broken} to clean up (vwt pool drain)" if pool.broken else ""
+    line = (f"{pool.bucket}: {pool.ready} ready of {pool.size}, {pool.filling} filling, "
+            f"base {base}, {human(pool.bytes)} on disk{extra}")
+    if pool.last_error is None:
+        return line
+    when = f" {age(pool.last_error_at)} ago" if pool.last_error_at else ""
+    where = f" (log: {pool.log})" if pool.log else ""
+    return f"{line}\n  last fill failed{when}: {pool.last_error}{where}"
 
 
 FOREIGN_HEADER = ["MADE BY", "BRANCH", "AHEAD", "CHANGES", "LANDED", "LOCKED", "IN USE", "PATH"]

@@ -51,6 +51,7 @@ REPOSITORY_MOVED = "repository_moved"
 UNFINISHED_CHECKOUT = "unfinished_checkout"  # git never finished writing a recorded checkout
 BROKEN_POOL_ENTRY = "broken_pool_entry"
 READ_ONLY_HOME = "read_only_home"
+POOL_FILL_FAILED = "pool_fill_failed"
 
 ARCHIVE_FIX = ("vwt doctor --archive-orphans (if the repository was moved, run "
                "vwt doctor --relocate inside it instead)")
@@ -307,7 +308,29 @@ def _pool_problems(root: Root) -> list[Problem]:
         found += [Problem(BROKEN_POOL_ENTRY, bucket, None, f"{folder}/{entry_id}",
                           f"pool entry {entry_id}: {why}; it is never handed out", fix)
                   for entry_id, why in sorted(bad.items())]
+        found += _failed_fill(root, bucket, repo_root)
     return found
+
+
+def _failed_fill(root: Root, bucket: str, repo_root: str | None) -> list[Problem]:
+    """The pool's last fill failed (a background refill nobody watched, most often): no
+    entry is ready until the cause is fixed, and the log says what the hook printed."""
+    from ..lifecycle.pool import folder
+    from ..lifecycle.pool_fill import fill_log, last_error
+
+    failed = last_error(root, bucket)
+    if failed is None:
+        return []
+    log = failed.log or fill_log(root.home, bucket)
+    logged = failed.log is not None and os.path.isfile(log)
+    when = f" at {failed.at}" if failed.at else ""
+    detail = (f"its last fill failed{when}: {failed.message}"
+              + (f" (the filler's output is in {log})" if logged else ""))
+    fill = f"vwt -C {repo_root} pool fill" if repo_root else "vwt pool fill"
+    fix = (f"read {log}, fix the cause, then {fill} (a fill that succeeds clears this)"
+           if logged else f"fix the cause, then {fill} (a fill that succeeds clears this)")
+    return [Problem(POOL_FILL_FAILED, bucket, None, log if logged else folder(root, bucket),
+                    detail, fix)]
 
 
 def _trash_leftovers(root: Root) -> list[Problem]:
