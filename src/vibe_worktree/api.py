@@ -105,6 +105,7 @@ class Listed(NamedTuple):
     activity: Activity | None = None  # what that agent's session is doing, if it lives
     size: int | None = None  # §15: bytes of the checkout's own files (`list --size`)
     rebase: str | None = None  # §8: REBASE_STOPPED while a sync is stopped at a conflict
+    sized: bool = False  # measured (`list --size`); `size` None then: there is no checkout
 
     @property
     def held(self) -> bool:
@@ -131,7 +132,7 @@ class Listed(NamedTuple):
             behind=self.behind, integrated=self.integrated, safe_to_remove=self.safe_to_remove,
             rebase=self.rebase, agent=self.agent, session=self.session,
             activity=self.activity.to_json() if self.activity else None,
-            **({} if self.size is None else {"size": self.size}),
+            **({"size": self.size} if self.sized else {}),
         )
 
 
@@ -529,7 +530,7 @@ class Worktrees:
         if with_size:
             from .core.disk import sizes
 
-            rows = [_replace(row, size=size)
+            rows = [_replace(row, size=size if os.path.lexists(row.path) else None, sized=True)
                     for row, size in zip(rows, sizes([r.path for r in rows]), strict=True)]
         return rows
 

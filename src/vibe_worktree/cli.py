@@ -411,6 +411,11 @@ def cmd_list(wt: Worktrees, ns: argparse.Namespace) -> int:
     from .render import list_table, wants_colour
 
     print(list_table(rows, colour=wants_colour(sys.stdout)))
+    if ns.size:
+        from .render import size_total
+
+        pools = wt.pool_status(all_repos=all_repos)
+        print(size_total(rows, sum(p.bytes for p in pools)))
     for r in rows:
         if r.problem:
             print(f"vwt: warning: {r.name}: {r.problem}", file=sys.stderr)

@@ -150,7 +150,7 @@ def list_table(rows: list[Listed], colour: bool) -> str:
     cells = [HEADER] + [list_cells(r) for r in rows]
     colours: list[list[str | None]] = [[DIM] * len(HEADER)]
     colours += [[_cell_colour(x, r) for x in range(len(HEADER))] for r in rows]
-    if any(r.size is not None for r in rows):  # `list --size`: SIZE before PATH
+    if any(r.sized for r in rows):  # `list --size`: SIZE before PATH
         from .core.disk import human
 
         for line, row in zip(cells, [None, *rows], strict=True):
@@ -159,6 +159,18 @@ def list_table(rows: list[Listed], colour: bool) -> str:
         for codes in colours:
             codes.insert(-1, codes[-1] if codes is colours[0] else None)
     return table(cells, colours, colour)
+
+
+def size_total(rows: list[Listed], pool_bytes: int) -> str:
+    """`list --size`: the line under the table, with what the warm pool takes besides."""
+    from .core.disk import human
+
+    measured = [r.size for r in rows if r.size is not None]
+    line = (f"total {human(sum(measured))} in {len(measured)} "
+            f"checkout{'' if len(measured) == 1 else 's'}")
+    if pool_bytes:
+        line += f"; the warm pool takes {human(pool_bytes)} more (vwt pool)"
+    return line
 
 
 def pool_lines(pool: PoolStatus) -> str:
