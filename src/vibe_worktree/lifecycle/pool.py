@@ -124,6 +124,7 @@ class Entry(NamedTuple):
     sparse: tuple[str, ...]
     created_at: str
     hooks: tuple[dict[str, object], ...]  # {name, type, source, status, exit_code, key}
+    bytes: int | None = None  # what its folder took when it was made (an entry never changes)
 
     def marker(self) -> str:
         return f"{self.path}{READY}"
@@ -139,9 +140,12 @@ def _read_marker(path: str, entry_id: str) -> Entry | None:
         if not isinstance(base, str) or not re.fullmatch(r"[0-9a-f]{40,64}", base):
             return None
         parse_timestamp(created)
+        taken_up = data.get("bytes")
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return Entry(entry_id, path[: -len(READY)], base, sparse, created, hooks)
+    return Entry(entry_id, path[: -len(READY)], base, sparse, created, hooks,
+                 taken_up if isinstance(taken_up, int) and not isinstance(taken_up, bool)
+                 else None)
 
 
 class Contents(NamedTuple):
@@ -641,9 +645,12 @@ def status_of(root: Root, bucket: str, repo_root: str | None) -> PoolStatus:
     broken = (len(found.changed) + len(found.bad_markers) + len(found.taken) - len(live_taken)
               + (0 if busy else len(unready)))
     base = found.ready[-1].base if found.ready else None
-    ids = {e.id for e in found.ready} | {*found.unready, *found.taken, *found.changed,
-                                         *found.bad_markers}
-    taken_up = sum(sizes([f"{folder(root, bucket)}/{i}" for i in sorted(ids)]))
+    # a ready entry's size is in its marker (measured when it was made: it never changes);
+    # only the others, and entries an older vwt made, are measured now
+    known = [e.bytes for e in found.ready if e.bytes is not None]
+    ids = {e.id for e in found.ready if e.bytes is None} | {
+        *found.unready, *found.taken, *found.changed, *found.bad_markers}
+    taken_up = sum(known) + sum(sizes([f"{folder(root, bucket)}/{i}" for i in sorted(ids)]))
     failed = last_error(root, bucket)
     log = fill_log(root.home, bucket)
     return PoolStatus(bucket, repo_root, size, len(found.ready), len(unready) if busy else 0,

@@ -162,9 +162,11 @@ def _make_entry(root: Root, bucket: str, info: g.RepoInfo, start: str, ask: Ask 
         remove_entry(root, bucket, info.common_dir, entry_id, warn)
         return failure
     _settle_index(path, checked_out)
+    from ..core.disk import tree_bytes
+
     write_json_atomically(f"{path}{READY}", {
         "version": 1, "base": start, "sparse": list(sparse), "created_at": utc_now(),
-        "repo_root": info.repo_root, "hooks": results,
+        "repo_root": info.repo_root, "hooks": results, "bytes": tree_bytes(path),
     })
     return None
 
