@@ -57,7 +57,6 @@ def fill_log(home: str, bucket: str) -> str:
 
 
 # -- filling ----------------------------------------------------------------------------------
-# -- filling --------------------------------------------------------------------------------
 class FillOutcome(NamedTuple):
     made: int
     failure: str | None  # why an entry could not be made ready
