@@ -32,6 +32,7 @@ READERS = {
     "pool": ("pool", "--json"),
     "path": ("path", "keep"),
     "hooks": ("hooks", "--json"),
+    "port": ("port", "keep", "--json"),
 }
 
 
