@@ -26,7 +26,7 @@ from .core.locks import (
     live_holders,
     new_holder_id,
     prune_lock,
-    registry_lock,
+    registry_read_lock,
     running_hooks,
 )
 from .lifecycle.worktrees import (
@@ -105,6 +105,7 @@ class Listed(NamedTuple):
     activity: Activity | None = None  # what that agent's session is doing, if it lives
     size: int | None = None  # §15: bytes of the checkout's own files (`list --size`)
     rebase: str | None = None  # §8: REBASE_STOPPED while a sync is stopped at a conflict
+    sized: bool = False  # measured (`list --size`); `size` None then: there is no checkout
 
     @property
     def held(self) -> bool:
@@ -131,7 +132,7 @@ class Listed(NamedTuple):
             behind=self.behind, integrated=self.integrated, safe_to_remove=self.safe_to_remove,
             rebase=self.rebase, agent=self.agent, session=self.session,
             activity=self.activity.to_json() if self.activity else None,
-            **({} if self.size is None else {"size": self.size}),
+            **({"size": self.size} if self.sized else {}),
         )
 
 
@@ -445,7 +446,7 @@ class Worktrees:
         if not created.pooled and not (has_pool or _any_hooks_file(self.root.home,
                                                                      created.repo_root)):
             return
-        from .lifecycle import pool
+        from .lifecycle import pool, pool_fill
 
         try:
             if not created.pooled:
@@ -454,7 +455,7 @@ class Worktrees:
                 if size == 0 or len(found.ready) >= size or pool.filling(self.root,
                                                                          created.bucket):
                     return
-            pool.spawn_refill(self.root.home, created.repo_root, created.bucket)
+            pool_fill.spawn_refill(self.root.home, created.repo_root, created.bucket)
         except VwtError as exc:
             self.warn(f"the pool was not refilled: {exc.message}")
 
@@ -529,14 +530,14 @@ class Worktrees:
         if with_size:
             from .core.disk import sizes
 
-            rows = [_replace(row, size=size)
+            rows = [_replace(row, size=size if os.path.lexists(row.path) else None, sized=True)
                     for row, size in zip(rows, sizes([r.path for r in rows]), strict=True)]
         return rows
 
     def _list(self, all_repos: bool, with_status: bool) -> builtins.list[Listed]:
         buckets = self.root.buckets() if all_repos else [self.repo.bucket]
         found = entries(self.root, buckets, with_recovery=False)
-        with registry_lock(self.root):
+        with registry_read_lock(self.root):
             rows = [_listed(e, live_holders(e.claim) if e.has_holders else []) for e in found]
         rows = _with_activity(self.root, rows)
         if not with_status:
@@ -595,7 +596,7 @@ class Worktrees:
             landed = _integration(target.checkout, inspection, None, tips)
             if tips is not None and inspection.head is not None and inspection.ahead:
                 own = left_right_counts(target.checkout.git, tips.commits[0], inspection.head)[1]
-        with registry_lock(self.root):
+        with registry_read_lock(self.root):
             holders = live_holders(claim)
         status = WorktreeStatus(
             name, claim.checkout, record.branch, record.branch_created, record.base_commit,
@@ -859,11 +860,12 @@ class Worktrees:
         """Fill this repository's pool now, in the foreground, up to `size` (default: the
         configured size); waits for a background filler first. A VwtError names the hook
         that failed when an entry could not be made ready."""
-        from .lifecycle import pool
+        from .lifecycle import pool, pool_fill
 
         repo = self.repo
-        outcome = pool.fill(self.root, repo.info.repo_root, size, wait=True, fetch=fetch,
-                            ask=ask, warn=self.warn, progress=progress or (lambda _m: None))
+        outcome = pool_fill.fill(self.root, repo.info.repo_root, size, wait=True, fetch=fetch,
+                                 ask=ask, warn=self.warn,
+                                 progress=progress or (lambda _m: None))
         if outcome.failure is not None:
             raise VwtError(f"a pool entry could not be made ready: {outcome.failure}")
         return pool.status_of(self.root, repo.bucket, repo.info.repo_root)

@@ -411,6 +411,11 @@ def cmd_list(wt: Worktrees, ns: argparse.Namespace) -> int:
     from .render import list_table, wants_colour
 
     print(list_table(rows, colour=wants_colour(sys.stdout)))
+    if ns.size:
+        from .render import size_total
+
+        pools = wt.pool_status(all_repos=all_repos)
+        print(size_total(rows, sum(p.bytes for p in pools)))
     for r in rows:
         if r.problem:
             print(f"vwt: warning: {r.name}: {r.problem}", file=sys.stderr)
@@ -978,7 +983,9 @@ def _pool_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", nargs="?", choices=("status", "fill", "drain"), default="status",
                    help="status (default): what the pool holds; fill: make ready entries now; "
                         "drain: empty it")
-    p.add_argument("--all", action="store_true", help="every repository's pool (status, drain)")
+    p.add_argument("--all", action="store_true",
+                   help="every repository's pool (status, drain); status outside a repository "
+                        "shows them all too")
     p.add_argument("--size", type=int, metavar="N",
                    help="fill: this many ready entries (default: [pool] size)")
 
@@ -997,18 +1004,17 @@ def cmd_pool(wt: Worktrees, ns: argparse.Namespace) -> int:
         pools = [wt.pool_fill(ns.size, ask=_hook_asker(), progress=say)]
     elif ns.action == "drain":
         pools = wt.pool_drain(all_repos=ns.all)
-    else:
-        pools = wt.pool_status(all_repos=ns.all)
+    else:  # as `list`: outside a repository, every repository's
+        pools = wt.pool_status(all_repos=_all_outside_a_repo(wt, ns.all))
     if ns.json:
         _print_json({"pools": [p.to_json() for p in pools]})
         return EXIT_OK
     if not pools:
         print("vwt: no pools", file=sys.stderr)
+    from .render import pool_lines
+
     for p in pools:
-        base = p.base[:12] if p.base else "-"
-        extra = f", {p.broken} to clean up (vwt pool drain)" if p.broken else ""
-        print(f"{p.bucket}: {p.ready} ready of {p.size}, {p.filling} filling, base {base}"
-              f"{extra}")
+        print(pool_lines(p))
     return EXIT_OK
 
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from .agents.foreign import Foreign
     from .api import Listed
+    from .lifecycle.pool import PoolStatus
 
 RESET = "\033[0m"
 STATE_COLOURS = {
@@ -149,7 +150,7 @@ def list_table(rows: list[Listed], colour: bool) -> str:
     cells = [HEADER] + [list_cells(r) for r in rows]
     colours: list[list[str | None]] = [[DIM] * len(HEADER)]
     colours += [[_cell_colour(x, r) for x in range(len(HEADER))] for r in rows]
-    if any(r.size is not None for r in rows):  # `list --size`: SIZE before PATH
+    if any(r.sized for r in rows):  # `list --size`: SIZE before PATH
         from .core.disk import human
 
         for line, row in zip(cells, [None, *rows], strict=True):
@@ -158,6 +159,33 @@ def list_table(rows: list[Listed], colour: bool) -> str:
         for codes in colours:
             codes.insert(-1, codes[-1] if codes is colours[0] else None)
     return table(cells, colours, colour)
+
+
+def size_total(rows: list[Listed], pool_bytes: int) -> str:
+    """`list --size`: the line under the table, with what the warm pool takes besides."""
+    from .core.disk import human
+
+    measured = [r.size for r in rows if r.size is not None]
+    line = (f"total {human(sum(measured))} in {len(measured)} "
+            f"checkout{'' if len(measured) == 1 else 's'}")
+    if pool_bytes:
+        line += f"; the warm pool takes {human(pool_bytes)} more (vwt pool)"
+    return line
+
+
+def pool_lines(pool: PoolStatus) -> str:
+    """`vwt pool`: one line per pool, and one more when its last fill failed."""
+    from .core.disk import human
+
+    base = pool.base[:12] if pool.base else "-"
+    extra = f", {pool.broken} to clean up (vwt pool drain)" if pool.broken else ""
+    line = (f"{pool.bucket}: {pool.ready} ready of {pool.size}, {pool.filling} filling, "
+            f"base {base}, {human(pool.bytes)} on disk{extra}")
+    if pool.last_error is None:
+        return line
+    when = f" {age(pool.last_error_at)} ago" if pool.last_error_at else ""
+    where = f" (log: {pool.log})" if pool.log else ""
+    return f"{line}\n  last fill failed{when}: {pool.last_error}{where}"
 
 
 FOREIGN_HEADER = ["MADE BY", "BRANCH", "AHEAD", "CHANGES", "LANDED", "LOCKED", "IN USE", "PATH"]

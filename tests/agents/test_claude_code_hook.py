@@ -586,3 +586,23 @@ def _holder_files(repo: Repo, name: str) -> list[str]:
         return [entry.name for entry in repo.holders_dir(name).iterdir()]
     except FileNotFoundError:
         return []
+
+
+def test_a_slug_taken_on_another_branch_gets_the_next_free_name(vwt, repo):
+    """Claude Code cannot pick another name: `feat/04-config` while `feat-04-config` is a
+    worktree on another branch (or only a snapshot) becomes `feat-04-config-2`, as §3's
+    auto-naming counts; sent again, it reuses that one."""
+    theirs = Path(vwt.new("feat-04-config")["path"])
+    (theirs / "work.txt").write_text("theirs\n")
+    path = create(vwt, repo, "feat/04-config")
+    assert path == repo.checkout("feat-04-config-2")
+    assert repo.current_branch(path) == "feat/04-config"
+    assert repo.current_branch(theirs) == "feat-04-config"
+    assert (theirs / "work.txt").read_text() == "theirs\n"
+    assert create(vwt, repo, "feat/04-config") == path  # the same request: reused
+    vwt.ok("rm", "feat-04-config", "-y")  # now a snapshot: restorable, so not taken over
+    (path / "x.txt").write_text("x\n")
+    vwt.ok("rm", "feat-04-config-2", "-y")
+    again = create(vwt, repo, "feat/04-config")
+    assert again == repo.checkout("feat-04-config-3")
+    assert vwt.ok("restore", "feat-04-config", "--json").json()["created"] is True

@@ -132,3 +132,22 @@ def test_an_unknown_agent_is_bad_usage(vwt):
     for command in (["install", "codex"], ["hook", "codex"]):
         result = vwt(*command, input="{}")
         assert result.code == 2 and len(result.err_lines) >= 1, str(result)
+
+
+def test_the_words_on_stderr_say_what_happened(vwt, sandbox):
+    """Added, would add, already there; removed, would remove, nothing to remove."""
+    listed = ", ".join(EVENTS)
+    assert vwt.ok("install", "claude-code", "--dry-run").err_lines == [
+        f"vwt: would add the hook for {listed}"]
+    assert vwt.ok("install", "claude-code").err_lines == [f"vwt: added the hook for {listed}"]
+    assert vwt.ok("install", "claude-code").err_lines == [
+        "vwt: the hook is registered for every event already; nothing changed"]
+    assert vwt.ok("install", "claude-code", "--dry-run").err_lines == [
+        "vwt: the hook is registered for every event already; nothing would change"]
+    assert vwt.ok("uninstall", "claude-code", "--dry-run").err_lines == [
+        f"vwt: would remove the hook for {listed}"]
+    assert vwt.ok("uninstall", "claude-code").err_lines == [
+        f"vwt: removed the hook for {listed}"]
+    for dry in ((), ("--dry-run",)):
+        assert vwt.ok("uninstall", "claude-code", *dry).err_lines == [
+            "vwt: no hook of vwt's is registered; nothing to remove"]

@@ -81,3 +81,22 @@ def test_it_takes_under_100_ms_with_200_worktrees(vwt, repo, capsys):
     assert cpu < 0.1
     if quiet_machine(base_wall):  # the wall time too, where it measures us
         assert wall < 0.1
+
+
+def test_without_input_it_is_the_line_of_the_current_directory(vwt, repo):
+    """Run by hand (`vwt statusline < /dev/null`, or nothing piped in): the line Claude Code
+    would show for the folder it is run in, not an error about hook JSON."""
+    for given in ("", "  \n"):
+        result = vwt("statusline", input=given, cwd=repo.path)
+        assert (result.code, result.out, result.err) == (0, "main\n", ""), str(result)
+    path = Path(vwt.new("feat", "--no-fetch", cwd=repo.path)["path"])
+    result = vwt("statusline", cwd=path)  # stdin is /dev/null
+    assert result.code == 0 and result.out.startswith("feat  clean"), str(result)
+
+
+@pytest.mark.parametrize("text", ["not json", "[1, 2]", '{"workspace": '])
+def test_input_that_is_not_claude_codes_status_json_is_one_clear_line(vwt, repo, text):
+    result = vwt("statusline", input=text, cwd=repo.path)
+    assert result.code == 1 and result.out == "", str(result)
+    assert len(result.err_lines) == 1 and "Claude Code's status JSON" in result.err
+    assert "hook" not in result.err

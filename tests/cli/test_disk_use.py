@@ -85,3 +85,37 @@ def test_max_size_of_config_toml_applies_when_no_flag_is_given(
     assert done["freed_bytes"] >= 1024 * 1024
     bad = vwt("prune", "--max-size", "lots")
     assert bad.code == 2 and "not a size" in bad.err
+
+
+def test_list_size_shows_no_size_where_there_is_no_checkout_and_adds_a_total(
+        repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
+    one = Path(vwt.new("one")["path"])
+    fill_with(one, 1)
+    two = Path(vwt.new("two")["path"])
+    gone = Path(vwt.new("gone")["path"])
+    (gone / "work.txt").write_text("work\n")
+    vwt.ok("rm", "gone", "-y")  # a snapshot: restorable, no checkout
+    rows = {r["name"]: r for r in vwt.list("--size")}
+    assert rows["gone"]["state"] == "snapshot"
+    assert rows["gone"]["size"] is None
+    assert rows["one"]["size"] == du_bytes(one)
+    table = vwt.ok("list", "--size", "--no-status").out.splitlines()
+    [gone_row] = [line for line in table if line.startswith("gone ")]
+    assert gone_row.split()[-2] == "-"
+    from vibe_worktree.core.disk import human
+
+    total = du_bytes(one) + du_bytes(two)
+    assert table[-1] == f"total {human(total)} in 2 checkouts"
+
+
+def test_list_size_mentions_what_the_pool_takes(repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
+    repo.commit("pool", {".vibe/worktree.toml": "[pool]\nsize = 1\n"})
+    one = Path(vwt.new("one", "--no-hooks")["path"])
+    vwt.ok("pool", "fill")
+    [entry] = [p for p in (vwt.layout.root / ".pool" / repo.bucket).iterdir() if p.is_dir()]
+    from vibe_worktree.core.disk import human
+
+    last = vwt.ok("list", "--size", "--no-status").out.splitlines()[-1]
+    assert last == (f"total {human(du_bytes(one))} in 1 checkout; the warm pool takes "
+                    f"{human(du_bytes(entry))} more (vwt pool)")
+    assert vwt.ok("pool", "--json").json()["pools"][0]["bytes"] == du_bytes(entry)

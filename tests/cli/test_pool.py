@@ -109,8 +109,10 @@ def test_fill_makes_ready_entries_that_no_listing_or_health_check_sees(
     assert status(vwt)["ready"] == 0
     result = vwt.ok("pool", "fill", "--json")
     pool = result.json()["pools"][0]
+    assert pool.pop("bytes") > 0
     assert pool == {"bucket": repo.bucket, "repo_root": str(repo.path), "size": 2,
-                    "ready": 2, "filling": 0, "base": repo.head(), "broken": 0}
+                    "ready": 2, "filling": 0, "base": repo.head(), "broken": 0,
+                    "last_error": None, "last_error_at": None, "log": None}
     assert "making entry" in result.err
     assert runs(sandbox) == ["1", "1"]  # VWT_POOL=1 while a pool entry is made
     entries = [p for p in pool_dir(vwt, repo).iterdir() if p.is_dir()]
@@ -279,7 +281,7 @@ def test_the_mcp_create_tool_hands_out_a_ready_entry(
                           "mcp-pooled")
 
 def fillers_of(sandbox: Sandbox) -> set[int]:
-    """The pids of the background fillers (`python -m vibe_worktree.lifecycle.pool HOME
+    """The pids of the background fillers (`python -m vibe_worktree.lifecycle.pool_fill HOME
     REPO FD`) of this sandbox's home that are alive now."""
     home = {str(sandbox.vibe_home), os.path.realpath(sandbox.vibe_home)}
     parents = {}
@@ -290,7 +292,7 @@ def fillers_of(sandbox: Sandbox) -> set[int]:
         except OSError:
             continue  # it ended meanwhile
         args = [a.decode(errors="replace") for a in argv]
-        if "vibe_worktree.lifecycle.pool" in args[:4] and home & set(args):
+        if "vibe_worktree.lifecycle.pool_fill" in args[:4] and home & set(args):
             parents[int(pid)] = int(stat.rsplit(")", 1)[1].split()[1])
     # a filler's child (git, a hook) shows the filler's command line until its exec
     return {pid for pid, parent in parents.items() if parent not in parents}
@@ -619,9 +621,10 @@ def test_prune_removes_entries_older_than_pool_max_age_days_even_within_the_size
     assert left() == sorted([markers[1].stem, markers[2].stem])
     assert pruned() == [markers[1].stem]
     assert left() == [markers[2].stem]
-    assert status(vwt) | {"base": None} == {
+    assert status(vwt) | {"base": None, "bytes": 0} == {
         "bucket": repo.bucket, "repo_root": str(repo.path), "size": 3, "ready": 1,
-        "filling": 0, "base": None, "broken": 0}
+        "filling": 0, "base": None, "broken": 0, "bytes": 0, "last_error": None,
+        "last_error_at": None, "log": None}
     assert len(pool_worktrees(repo)) == 1
 
 

@@ -78,3 +78,22 @@ def test_every_json_sample_of_docs_json_md_matches_its_schema():
         assert not errors, f"docs/json.md's {heading} sample: {errors}"
         checked += 1
     assert checked >= 5
+
+
+def test_the_readmes_command_table_has_every_command_with_all_its_options():
+    readme = (PROJECT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("| command | does |")
+    rows = readme[start:readme.index("\n\n", start)].splitlines()[2:]
+    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    missing = []
+    for name, parser in sub.choices.items():
+        if name in HIDDEN:
+            continue
+        text = " ".join(r.split(" | ")[0] for r in rows if re.search(rf"`vwt {name}\b", r))
+        if not text:
+            missing.append(f"vwt {name}")
+            continue
+        missing += [f"vwt {name} {action.option_strings[-1]}" for action in parser._actions
+                    if action.option_strings and "--help" not in action.option_strings
+                    and not any(option in text for option in action.option_strings)]
+    assert not missing, f"the README's command table lacks: {missing}"

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 from ..core.errors import EXIT_ERROR, EXIT_OK, VwtError
 from ..core.host import find_host
 from ..core.layout import Claim, Root, resolve_home
-from ..core.names import branch_name_problem, path_segment_problem, slugify
+from ..core.names import branch_name_problem, candidate_names, path_segment_problem, slugify
 from . import activity
 from .hook_input import close_stdin, read_object
 
@@ -103,6 +103,26 @@ def request_for(sent: str | None) -> Request:
     return Request(slug, branch, None)
 
 
+def _free_name(wt: Worktrees, request: Request) -> Request:
+    """A slugified name whose worktree is on another branch, or only a snapshot, cannot be
+    used, and Claude Code cannot pick another: take the first of `<slug>-2` ... `-100`
+    (§3's auto-naming) that is free or is already this branch's worktree (then reused)."""
+    if request.name is None or request.branch is None:
+        return request
+    from ..lifecycle.worktrees import load_entry
+
+    for name in candidate_names(request.name):
+        claim = wt.claim(name)
+        entry = load_entry(claim)
+        if entry is None and not os.path.lexists(claim.checkout):
+            return request._replace(name=name)
+        if entry is not None and entry.problem is None and entry.record is not None \
+                and entry.record.branch == request.branch:
+            return request._replace(name=name)
+    raise VwtError(f"every name from {request.name} to {request.name}-100 is taken by "
+                   f"another branch's worktree; remove some (vwt list)")
+
+
 # -- WorktreeCreate ---------------------------------------------------------------------------
 class _PathOnlyStdout:
     """While it is entered, fd 1 is stderr: git, hooks and warnings cannot reach the line
@@ -139,6 +159,7 @@ def worktree_create(root: Root, payload: dict[str, Any]) -> int:
     host = find_host()
     with _PathOnlyStdout() as out:
         wt = Worktrees(home=root.home, cwd=cwd)
+        request = _free_name(wt, request)
         settings = worktree_settings(os.environ.get("CLAUDE_PROJECT_DIR") or cwd, wt.warn)
         from_ref = "HEAD" if settings.base_ref == "head" and request.pr is None else None
         created = wt.create(request.name, branch=request.branch, from_ref=from_ref,

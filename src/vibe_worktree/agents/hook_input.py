@@ -19,10 +19,18 @@ TIMEOUT_ENV = "VWT_HOOK_STDIN_TIMEOUT"  # a shorter wait, for the tests of a sil
 MAX_BYTES = 1 << 22
 
 
+HOOK_JSON = "Claude Code's hook JSON"
+
+
+class NoInput(VwtError):
+    """Nothing but white space arrived on stdin (it ended, or stayed silent)."""
+
+
 class _Scanner:
     """Finds where the first top-level JSON object ends, fed a chunk at a time."""
 
-    def __init__(self) -> None:
+    def __init__(self, what: str) -> None:
+        self.what = what
         self.depth = 0
         self.in_string = False
         self.escaped = False
@@ -45,7 +53,7 @@ class _Scanner:
                 if byte in b" \t\r\n":
                     continue
                 if byte != 0x7B:  # "{"
-                    raise VwtError("the hook input on stdin is not a JSON object")
+                    raise VwtError(f"stdin does not hold a JSON object; expected {self.what}")
                 self.started = True
             if byte == 0x22:
                 self.in_string = True
@@ -58,13 +66,15 @@ class _Scanner:
         return None
 
 
-def read_object(fd: int = 0, timeout: float | None = None) -> dict[str, object]:
-    """The first JSON object on `fd`; VwtError when it is missing, malformed or late."""
+def read_object(fd: int = 0, timeout: float | None = None, what: str = HOOK_JSON
+                ) -> dict[str, object]:
+    """The first JSON object on `fd`; VwtError when it is malformed or late, NoInput when
+    nothing came at all. `what`: the input expected, for the messages."""
     import select
 
     if timeout is None:
         timeout = float(os.environ.get(TIMEOUT_ENV) or TIMEOUT)
-    scanner = _Scanner()
+    scanner = _Scanner(what)
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout
     poller = select.poll()
@@ -72,29 +82,32 @@ def read_object(fd: int = 0, timeout: float | None = None) -> dict[str, object]:
     while True:
         left = deadline - time.monotonic()
         if left <= 0 or not poller.poll(left * 1000):
-            raise VwtError(f"no complete JSON object arrived on stdin within {timeout:g} s")
+            late = NoInput if not scanner.started else VwtError
+            raise late(f"no complete JSON object arrived on stdin within {timeout:g} s; "
+                       f"expected {what}")
         try:
             data = os.read(fd, 1 << 16)
         except OSError as exc:
             raise VwtError(f"cannot read the hook input on stdin: {exc.strerror}") from None
         if not data:
-            what = "no hook input" if not scanner.started else "an incomplete JSON object"
-            raise VwtError(f"stdin ended with {what}; expected Claude Code's hook JSON")
+            if not scanner.started:
+                raise NoInput(f"stdin ended with no input; expected {what}")
+            raise VwtError(f"stdin ended with an incomplete JSON object; expected {what}")
         chunks.append(data)
         end = scanner.feed(data)
         if end is not None:
-            return _parse(b"".join(chunks)[:end])
+            return _parse(b"".join(chunks)[:end], what)
         if scanner.position > MAX_BYTES:
             raise VwtError(f"the hook input is larger than {MAX_BYTES} bytes")
 
 
-def _parse(raw: bytes) -> dict[str, object]:
+def _parse(raw: bytes, what: str) -> dict[str, object]:
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        raise VwtError(f"the hook input is not valid JSON ({exc})") from None
+        raise VwtError(f"stdin does not hold valid JSON ({exc}); expected {what}") from None
     if not isinstance(data, dict):  # pragma: no cover - the scanner saw a "{"
-        raise VwtError("the hook input on stdin is not a JSON object")
+        raise VwtError(f"stdin does not hold a JSON object; expected {what}")
     return data
 
 

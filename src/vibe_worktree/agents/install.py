@@ -34,11 +34,18 @@ def change_settings(wt: Worktrees, scope: str, *, install: bool, dry_run: bool,
     else:
         print(result.path)
     if not as_json:
-        events = result.added or result.removed
-        verb = ("would " if dry_run else "") + ("add" if install else "remove")
-        if events:
-            print(f"vwt: {verb} the hook for {', '.join(events)}", file=sys.stderr)
-        else:
-            print("vwt: nothing to change" if install or not dry_run else
-                  "vwt: nothing to remove", file=sys.stderr)
+        print(f"vwt: {_what_happened(result.added or result.removed, install, dry_run)}",
+              file=sys.stderr)
     return EXIT_OK
+
+
+def _what_happened(events: list[str], install: bool, dry_run: bool) -> str:
+    """The words match what was done (or, with `--dry-run`, what would be)."""
+    if events:
+        verb = ("would add" if dry_run else "added") if install else \
+            ("would remove" if dry_run else "removed")
+        return f"{verb} the hook for {', '.join(events)}"
+    if install:
+        nothing = "nothing would change" if dry_run else "nothing changed"
+        return f"the hook is registered for every event already; {nothing}"
+    return "no hook of vwt's is registered; nothing to remove"

@@ -22,7 +22,7 @@ from ..core.errors import EXIT_OK, VwtError
 from ..core.layout import Claim, Root, resolve_home
 from ..core.records import CorruptRecord, read_record
 from .claude_code import claim_containing
-from .hook_input import read_object
+from .hook_input import NoInput, read_object
 
 A = TypeVar("A")
 B = TypeVar("B")
@@ -58,7 +58,14 @@ def _directory(payload: dict[str, Any]) -> str:
 
 
 def print_line(home: str | None) -> int:
-    payload = read_object(0, timeout=2.0)
+    """The line for the folder Claude Code's status JSON names; with no input at all (run by
+    hand, stdin a terminal or empty), for the current folder."""
+    payload: dict[str, Any] = {}
+    if not os.isatty(0):
+        try:
+            payload = read_object(0, timeout=2.0, what="Claude Code's status JSON")
+        except NoInput:
+            pass
     directory = _directory(payload)
     root = Root.at(resolve_home(home))
     claim = claim_containing(root, directory)

@@ -19,7 +19,7 @@ from ..core import git as g
 from ..core.errors import NotFound, VwtError
 from ..core.files import copy_index
 from ..core.layout import Claim
-from ..core.locks import UNTRUSTED, live_holders, registry_lock
+from ..core.locks import UNTRUSTED, live_holders, registry_read_lock
 from ..core.names import path_segment_problem
 from ..core.records import read_limited
 from ..lifecycle.worktrees import (
@@ -80,7 +80,7 @@ def collisions(wt: Worktrees) -> dict[tuple[str, str], dict[str, object]]:
 
 def holder_details(claim: Claim) -> list[dict[str, object]]:
     """The live holders with the tool and pid their file names, where it does."""
-    with registry_lock(claim.root):
+    with registry_read_lock(claim.root):
         ids = live_holders(claim)
     return [_holder(claim, holder_id) for holder_id in ids]
 

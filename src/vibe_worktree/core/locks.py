@@ -44,13 +44,14 @@ def _try_flock(fd: int) -> bool:
 try_flock = _try_flock  # for other lock files of ours (the pool's), same semantics
 
 
-def _flock_waiting(fd: int, path: str, timeout: float, announce: bool = True) -> None:
+def _flock_waiting(fd: int, path: str, timeout: float, create_marker: bool = True) -> None:
     """Take the lock, waiting up to `timeout`. A waiter holds a shared flock on
     `<path>.waiting` meanwhile, so a holder that lets go between passes can tell
-    (`someone_waiting`) whether a pause would let anybody in."""
+    (`someone_waiting`) whether a pause would let anybody in. `create_marker` False (a
+    reader that must create nothing): announce only through a marker that exists."""
     if _try_flock(fd):
         return
-    marker = _announce_waiting(path) if announce else None
+    marker = _announce_waiting(path, create_marker)
     try:
         deadline = time.monotonic() + timeout
         pause = 0.002
@@ -64,9 +65,12 @@ def _flock_waiting(fd: int, path: str, timeout: float, announce: bool = True) ->
             os.close(marker)
 
 
-def _announce_waiting(path: str) -> int | None:
+def _announce_waiting(path: str, create: bool) -> int | None:
     try:
-        marker = _open_lock_file(f"{path}.waiting", create=True)
+        if create:
+            marker = _open_lock_file(f"{path}.waiting", create=True)
+        else:  # a shared flock needs no write access
+            marker = os.open(f"{path}.waiting", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None  # waiting unannounced only costs the holder's pause
     fcntl.flock(marker, fcntl.LOCK_SH)  # shared: never blocks while others wait too
@@ -91,29 +95,32 @@ class locked:
     `create=False` (a reader that must change nothing, such as doctor): a lock file
     that does not exist is not created and the block runs without it; nobody can be
     holding a lock that has no file.
+
+    `reading=True` (a reader such as `list`): the lock file is created when it can be;
+    when it cannot be written (a read-only home, a file another user owns) the lock is
+    taken through a read-only descriptor, as flock needs no write access, so the reader
+    still waits for a writer in the middle of a change. When even that cannot be opened,
+    the block runs without the lock: a reader changes nothing, so the worst it can see is
+    a holder set in the middle of a change, and no writer is ever made wrong by it.
     """
 
     def __init__(self, path: str, root: str, timeout: float = LOCK_TIMEOUT,
-                 create: bool = True) -> None:
+                 create: bool = True, reading: bool = False) -> None:
         self.path = path
         self.root = root
         self.timeout = timeout
         self.create = create
+        self.reading = reading
         self._fd: int | None = None
         self._since = self._waited = 0.0
 
     def __enter__(self) -> None:
-        if self.create:
-            ensure_dir(os.path.dirname(self.path), self.root)
-            fd = _open_lock_file(self.path, create=True)
-        else:
-            try:
-                fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            except (FileNotFoundError, NotADirectoryError):
-                return
+        fd, writable = self._open()
+        if fd is None:
+            return
         asked = time.monotonic()
         try:
-            _flock_waiting(fd, self.path, self.timeout, announce=self.create)
+            _flock_waiting(fd, self.path, self.timeout, create_marker=writable)
         except BaseException:
             os.close(fd)
             raise
@@ -121,12 +128,32 @@ class locked:
         self._since = time.monotonic()
         self._waited = self._since - asked
 
+    def _open(self) -> tuple[int | None, bool]:
+        """The lock file's descriptor (None: run without the lock), and whether it was
+        opened for writing."""
+        if self.create:
+            try:
+                ensure_dir(os.path.dirname(self.path), self.root)
+                return _open_lock_file(self.path, create=True), True
+            except OSError as exc:
+                if not self.reading or exc.errno not in _CANNOT_WRITE:
+                    raise
+        try:
+            return os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), False
+        except OSError:
+            return None, False  # no such file (nobody can hold it), or not ours to open
+
     def __exit__(self, *exc: object) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
             if _TRACE:
                 _trace(self.path, self._waited, time.monotonic() - self._since)
+
+
+# why a reader may not be able to create or open a lock file for writing
+_CANNOT_WRITE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC,
+                           errno.EDQUOT})
 
 
 def _trace(path: str, waited: float, held: float) -> None:
@@ -145,6 +172,12 @@ def prune_lock(root: Root, create: bool = True) -> locked:
 def registry_lock(root: Root, create: bool = True) -> locked:
     """Taken around every change or read of a holder set."""
     return locked(root.registry_lock, root.path, create=create)
+
+
+def registry_read_lock(root: Root) -> locked:
+    """The registry lock for a reader (`list`, `status`, the board): it works on a home
+    this process cannot write, and changes nothing there (see `locked`)."""
+    return locked(root.registry_lock, root.path, reading=True)
 
 
 def landing_lock(claim: Claim) -> locked:

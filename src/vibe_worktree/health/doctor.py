@@ -50,6 +50,8 @@ ORPHANED_REPOSITORY = "orphaned_repository"
 REPOSITORY_MOVED = "repository_moved"
 UNFINISHED_CHECKOUT = "unfinished_checkout"  # git never finished writing a recorded checkout
 BROKEN_POOL_ENTRY = "broken_pool_entry"
+READ_ONLY_HOME = "read_only_home"
+POOL_FILL_FAILED = "pool_fill_failed"
 
 ARCHIVE_FIX = ("vwt doctor --archive-orphans (if the repository was moved, run "
                "vwt doctor --relocate inside it instead)")
@@ -121,13 +123,20 @@ def _report(found: list[Problem]) -> Report:
 
 # -- the root itself ---------------------------------------------------------------------------
 def _root_problems(root: Root) -> list[Problem]:
-    found = []
+    found: list[Problem] = []
     for path in (f"{root.home}/worktrees", root.claims):
         try:
             mode = os.lstat(path).st_mode
         except FileNotFoundError:
             continue
-        if stat.S_ISLNK(mode):
+        if stat.S_ISDIR(mode) and _read_only(path):
+            if not any(p.kind == READ_ONLY_HOME for p in found):  # one filesystem, one line
+                found.append(Problem(
+                    READ_ONLY_HOME, None, None, path, "is on a read-only filesystem: vwt can "
+                    "list and inspect, but cannot create, hold or remove worktrees",
+                    f"remount the filesystem holding {path} read-write, or set VIBE_HOME "
+                    "(or --home) to a writable folder"))
+        elif stat.S_ISLNK(mode):
             found.append(Problem(UNSAFE_ROOT, None, None, path, "is a symlink",
                                  f"replace the symlink {path} with a real folder holding "
                                  "the same files"))
@@ -138,6 +147,14 @@ def _root_problems(root: Root) -> list[Problem]:
             found.append(Problem(UNSAFE_ROOT, None, None, path, "is not writable",
                                  f"chmod u+rwx {path}"))
     return found
+
+
+def _read_only(path: str) -> bool:
+    """The filesystem (or the mount) holding `path` is read-only: no chmod helps."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 # -- claims and holders ------------------------------------------------------------------------
@@ -291,7 +308,29 @@ def _pool_problems(root: Root) -> list[Problem]:
         found += [Problem(BROKEN_POOL_ENTRY, bucket, None, f"{folder}/{entry_id}",
                           f"pool entry {entry_id}: {why}; it is never handed out", fix)
                   for entry_id, why in sorted(bad.items())]
+        found += _failed_fill(root, bucket, repo_root)
     return found
+
+
+def _failed_fill(root: Root, bucket: str, repo_root: str | None) -> list[Problem]:
+    """The pool's last fill failed (a background refill nobody watched, most often): no
+    entry is ready until the cause is fixed, and the log says what the hook printed."""
+    from ..lifecycle.pool import folder
+    from ..lifecycle.pool_fill import fill_log, last_error
+
+    failed = last_error(root, bucket)
+    if failed is None:
+        return []
+    log = failed.log or fill_log(root.home, bucket)
+    logged = failed.log is not None and os.path.isfile(log)
+    when = f" at {failed.at}" if failed.at else ""
+    detail = (f"its last fill failed{when}: {failed.message}"
+              + (f" (the filler's output is in {log})" if logged else ""))
+    fill = f"vwt -C {repo_root} pool fill" if repo_root else "vwt pool fill"
+    fix = (f"read {log}, fix the cause, then {fill} (a fill that succeeds clears this)"
+           if logged else f"fix the cause, then {fill} (a fill that succeeds clears this)")
+    return [Problem(POOL_FILL_FAILED, bucket, None, log if logged else folder(root, bucket),
+                    detail, fix)]
 
 
 def _trash_leftovers(root: Root) -> list[Problem]:

@@ -27,20 +27,20 @@ import fcntl
 import json
 import os
 import re
-import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import VwtError
 from ..core.files import write_atomically
-from ..core.layout import Root, bucket_name, ensure_dir, unlink_if_exists
-from ..core.records import parse_timestamp, utc_now, write_json_atomically
+from ..core.layout import Root, ensure_dir, unlink_if_exists
+from ..core.patterns import any_matches
+from ..core.records import parse_timestamp
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .hooks import Ask, Hook, HookResult
+    from .hooks import Hook, HookResult
 
 POOL = ".pool"
 READY = ".json"
@@ -124,6 +124,7 @@ class Entry(NamedTuple):
     sparse: tuple[str, ...]
     created_at: str
     hooks: tuple[dict[str, object], ...]  # {name, type, source, status, exit_code, key}
+    bytes: int | None = None  # what its folder took when it was made (an entry never changes)
 
     def marker(self) -> str:
         return f"{self.path}{READY}"
@@ -139,9 +140,12 @@ def _read_marker(path: str, entry_id: str) -> Entry | None:
         if not isinstance(base, str) or not re.fullmatch(r"[0-9a-f]{40,64}", base):
             return None
         parse_timestamp(created)
+        taken_up = data.get("bytes")
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return Entry(entry_id, path[: -len(READY)], base, sparse, created, hooks)
+    return Entry(entry_id, path[: -len(READY)], base, sparse, created, hooks,
+                 taken_up if isinstance(taken_up, int) and not isinstance(taken_up, bool)
+                 else None)
 
 
 class Contents(NamedTuple):
@@ -269,148 +273,13 @@ def claim(entry: Entry) -> Claimed | None:
     return Claimed(entry, fd)
 
 
-# -- filling --------------------------------------------------------------------------------
-class FillOutcome(NamedTuple):
-    made: int
-    failure: str | None  # why an entry could not be made ready
-
-
-def _start_point(home: str, cwd: str, fetch: bool, warn: Warn) -> tuple[g.Probe, str]:
-    """The commit `new` would start a new branch from (§4), and the probe it came from."""
-    from .create import Output, remote_default_commit
-
-    probe = g.probe(cwd, [], None)
-    commit = remote_default_commit(g.Git(cwd), probe, fetch, Output(warn)) or probe.head
-    if commit is None:
-        raise VwtError("the repository has no commits yet; commit something first")
-    return probe, commit
-
-
-def fill(root: Root, cwd: str, size: int | None = None, *, wait: bool = True,
-         fetch: bool = True, ask: Ask | None = None, warn: Warn = _quiet,
-         progress: Warn = _quiet, held: FillLock | None = None) -> FillOutcome:
-    """Make ready entries until the pool holds `size` (default: the configured size).
-    One filler per repository: with `wait` False, return at once when another is busy.
-    `held`: the fill lock, already taken by the caller (released here)."""
-    info = g.discover(cwd)
-    bucket = bucket_name(info.repo_root, info.common_dir)
-    lock = held or FillLock(root, bucket)
-    if held is None and not lock.acquire(wait):
-        return FillOutcome(0, None)
-    try:
-        _write_repo_file(root, bucket, info.repo_root)
-        clean_up(root, bucket, info.common_dir, warn)
-        want = configured_size(root.home, info.repo_root) if size is None else size
-        made = 0
-        while len(contents(root, bucket).ready) < want:
-            progress(f"vwt: pool: making entry {len(contents(root, bucket).ready) + 1} of "
-                     f"{want}…")
-            _probe, start = _start_point(root.home, info.repo_root, fetch and made == 0, warn)
-            failure = _make_entry(root, bucket, info, start, ask, warn)
-            if failure is not None:
-                return FillOutcome(made, failure)
-            made += 1
-        return FillOutcome(made, None)
-    finally:
-        lock.release()
-
-
-def _write_repo_file(root: Root, bucket: str, repo_root: str) -> None:
-    path = f"{folder(root, bucket)}/{REPO_FILE}"
-    try:
-        with open(path, encoding="utf-8") as handle:
-            if handle.read() == repo_root:
-                return
-    except OSError:
-        pass
-    write_atomically(path, repo_root.encode("utf-8"), 0o644)
-
-
+# -- the repository a pool is of ------------------------------------------------------------
 def repo_root_of(root: Root, bucket: str) -> str | None:
     try:
         with open(f"{folder(root, bucket)}/{REPO_FILE}", encoding="utf-8") as handle:
             return handle.read(4096) or None
     except OSError:
         return None
-
-
-def _make_entry(root: Root, bucket: str, info: g.RepoInfo, start: str, ask: Ask | None,
-                warn: Warn) -> str | None:
-    """One entry, made under the fill lock: checkout, copies, hooks, then the marker.
-    Returns why it could not be made ready (the entry is then removed)."""
-    from .include import copy_included_files
-    from .sparse import configured, populate
-
-    entry_id = os.urandom(8).hex()
-    path = f"{folder(root, bucket)}/{entry_id}"
-    repo_git = g.Git(info.repo_root)
-    sparse = configured(repo_git, info.toplevel, start)
-    args = ["worktree", "add", "--quiet", "--detach", "--lock", "--reason", LOCK_REASON]
-    if sparse:
-        args.append("--no-checkout")
-    from .create import CHECKOUT_WORKERS
-
-    config = ["-c", f"checkout.workers={CHECKOUT_WORKERS}",
-              "-c", f"checkout.thresholdForParallelism={g.PARALLEL_CHECKOUT_THRESHOLD}"]
-    g.Git(info.repo_root, housekeeping=False).run(*config, *args, path, start)
-    checked_out = time.time()
-    if sparse:
-        populate(path, sparse)
-    copy_included_files(info.repo_root, path, root.home, warn)
-    results, failure = _run_hooks(root.home, bucket, entry_id, path, info.repo_root, start,
-                                  bool(sparse), ask, warn)
-    if failure is None:
-        _settle_index(path, checked_out)
-    if failure is None and not _is_clean(path):
-        failure = ("a post_create hook changed files git tracks (or left untracked files "
-                   "that are not ignored); a pool entry must be clean, so it was not kept")
-    if failure is not None:
-        remove_entry(root, bucket, info.common_dir, entry_id, warn)
-        return failure
-    write_json_atomically(f"{path}{READY}", {
-        "version": 1, "base": start, "sparse": list(sparse), "created_at": utc_now(),
-        "repo_root": info.repo_root, "hooks": results,
-    })
-    return None
-
-
-def _run_hooks(home: str, bucket: str, entry_id: str, path: str, repo_root: str, base: str,
-               sparse: bool, ask: Ask | None, warn: Warn
-               ) -> tuple[list[dict[str, object]], str | None]:
-    """The post_create hooks, all in the foreground (the filler is the background), with
-    `VWT_POOL=1` and no name, branch or port yet."""
-    if not (os.path.exists(f"{home}/worktree.toml")
-            or os.path.exists(f"{path}/.vibe/worktree.toml") or sparse):
-        return [], None
-    from . import hooks as h
-
-    try:
-        found = h.load_all(home, path, base if sparse else None)
-    except h.HooksFileError as exc:
-        return [], exc.message
-    found = [hook._replace(background=False) for hook in found]
-    ctx = h.Context(entry_id, "", path, bucket, repo_root, base, 0, pool=True)
-    results = h.run_hooks(h.Runner(home, warn, ask), h.POST_CREATE, found, ctx, path)
-    keys = {hook.name: hook.key for hook in found}
-    failed = [r for r in results if r.failed]
-    if failed:
-        how = "timed out" if failed[0].status == h.TIMED_OUT else f"exited {failed[0].exit_code}"
-        return [], f"post_create hook {failed[0].name} {how}"
-    return [dict(r.to_json(), key=keys[r.name]) for r in results], None
-
-
-def _settle_index(path: str, checked_out: float) -> None:
-    """Rewrite the index once its files are older than it: a fresh checkout's entries are
-    "racily clean" (written in the same second as the index), so every later status would
-    read all their contents again. Settled here, `new`'s check of the entry and its
-    checkout of the branch only compare file stats."""
-    time.sleep(max(0.0, checked_out + 1.1 - time.time()))
-    g.Git(path).run("update-index", "-q", "--refresh", check=False)
-
-
-def _is_clean(path: str) -> bool:
-    return not g.Git(path).out("status", "--porcelain", "-z", "--untracked-files=all",
-                               env={"GIT_OPTIONAL_LOCKS": "0"})
 
 
 # -- removing -------------------------------------------------------------------------------
@@ -525,7 +394,11 @@ def prune_pools(root: Root, dry_run: bool, warn: Warn) -> list[dict[str, object]
     max_age = max_age_days(root.home)
     now = time.time()
     removed: list[dict[str, object]] = []
+    from .pool_fill import forget_disk_full
+
     for bucket in buckets:
+        if not dry_run:
+            forget_disk_full(root, bucket)
         repo_root = repo_root_of(root, bucket)
         try:
             info = g.discover(repo_root) if repo_root and os.path.isdir(repo_root) else None
@@ -737,114 +610,6 @@ def rerun_decider(taken: Taken, start: str) -> Callable[[Hook], HookResult | Non
     return decide
 
 
-def _pattern_regex(pattern: str) -> re.Pattern[str]:
-    """One gitignore-style pattern as a regex over a file's path (matching the file, or
-    any folder above it)."""
-    dir_only = pattern.endswith("/")
-    pattern = pattern.rstrip("/")
-    anchored = "/" in pattern
-    pattern = pattern.lstrip("/")
-    body, i = "", 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            body, i = body + "(?:.*/)?", i + 3
-        elif pattern.startswith("/**", i) and i + 3 == len(pattern):
-            body, i = body + "/.*", i + 3
-        elif pattern.startswith("**", i):
-            body, i = body + ".*", i + 2
-        elif pattern[i] == "*":
-            body, i = body + "[^/]*", i + 1
-        elif pattern[i] == "?":
-            body, i = body + "[^/]", i + 1
-        elif pattern[i] == "[" and "]" in pattern[i + 1:]:
-            end = pattern.index("]", i + 1)
-            body, i = body + "[" + pattern[i + 1:end].replace("!", "^", 1) + "]", end + 1
-        elif pattern[i] == "\\" and i + 1 < len(pattern):
-            body, i = body + re.escape(pattern[i + 1]), i + 2
-        else:
-            body, i = body + re.escape(pattern[i]), i + 1
-    prefix = "" if anchored else "(?:.*/)?"
-    suffix = "/.*" if dir_only else "(?:/.*)?"
-    return re.compile(f"{prefix}{body}{suffix}")
-
-
-def any_matches(patterns: Sequence[str], paths: Sequence[str]) -> bool:
-    """True when one of `paths` is matched by the gitignore-style `patterns` (the last
-    matching pattern decides; `!` negates)."""
-    compiled = [(p.startswith("!"), _pattern_regex(p.removeprefix("!")))
-                for p in patterns if p.strip() and not p.startswith("#")]
-    for path in paths:
-        matched = False
-        for negated, regex in compiled:
-            if regex.fullmatch(path):
-                matched = not negated
-        if matched:
-            return True
-    return False
-
-
-# -- the background refill --------------------------------------------------------------------
-def spawn_refill(home: str, repo_root: str, bucket: str) -> None:
-    """Start a detached filler (its own session, none of our standard streams) and return at
-    once. At most one runs and one waits per repository: the waiting place (`.fill-queue`)
-    is taken here, before `new` returns, and handed to the child with its descriptor; when
-    it is taken already, the waiting filler will see this take, and none is started."""
-    import subprocess
-
-    root = Root.at(home)
-    log = f"{home}/logs/worktree/{bucket}/pool-fill.log"
-    try:
-        ensure_dir(folder(root, bucket), root.path)
-        queue = _open_lock(f"{folder(root, bucket)}/{QUEUE_LOCK}")
-    except (OSError, VwtError):
-        return  # a refill is a convenience: `new` has already succeeded
-    try:
-        if not _try_lock(queue):
-            return
-        os.makedirs(os.path.dirname(log), exist_ok=True)
-        with open(log, "ab") as out:
-            subprocess.Popen(
-                [sys.executable, "-m", "vibe_worktree.lifecycle.pool", home, repo_root,
-                 str(queue)],
-                cwd=repo_root, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                start_new_session=True, close_fds=True, pass_fds=(queue,),
-            )
-    except OSError:
-        pass
-    finally:
-        os.close(queue)  # the child's copy keeps the lock
-
-
-def _background_fill(home: str, repo_root: str, queue: int) -> int:
-    """The detached filler: holding the waiting place (`queue`, inherited locked), wait for
-    the fill lock, let the waiting place go, then fill."""
-    root = Root.at(home)
-    info = g.discover(repo_root)
-    bucket = bucket_name(info.repo_root, info.common_dir)
-    lock = FillLock(root, bucket)
-    try:
-        lock.acquire(wait=True)
-    finally:
-        os.close(queue)
-
-    def say(message: str) -> None:
-        print(f"{utc_now()} {message}", flush=True)
-
-    outcome = fill(root, repo_root, warn=say, progress=say, held=lock)
-    if outcome.failure:
-        say(f"vwt: pool: {outcome.failure}")
-        return 1
-    return 0
-
-
-def main(argv: list[str]) -> int:
-    try:
-        return _background_fill(argv[0], argv[1], int(argv[2]))
-    except VwtError as exc:
-        print(f"{utc_now()} vwt: pool: {exc.message}", flush=True)
-        return 1
-
-
 # -- status ---------------------------------------------------------------------------------
 class PoolStatus(NamedTuple):
     bucket: str
@@ -854,12 +619,19 @@ class PoolStatus(NamedTuple):
     filling: int
     base: str | None
     broken: int = 0  # half-made entries, dead takers' leftovers, changed ones
+    bytes: int = 0  # what every entry's folder takes on disk, as `list --size` counts
+    last_error: str | None = None  # why the last fill failed; None once one succeeded
+    last_error_at: str | None = None
+    log: str | None = None  # the background filler's log, when it has one
 
     def to_json(self) -> dict[str, object]:
         return dict(self._asdict())
 
 
 def status_of(root: Root, bucket: str, repo_root: str | None) -> PoolStatus:
+    from ..core.disk import sizes
+    from .pool_fill import fill_log, last_error
+
     found = contents(root, bucket)
     busy = filling(root, bucket)
     size = 0
@@ -873,8 +645,18 @@ def status_of(root: Root, bucket: str, repo_root: str | None) -> PoolStatus:
     broken = (len(found.changed) + len(found.bad_markers) + len(found.taken) - len(live_taken)
               + (0 if busy else len(unready)))
     base = found.ready[-1].base if found.ready else None
+    # a ready entry's size is in its marker (measured when it was made: it never changes);
+    # only the others, and entries an older vwt made, are measured now
+    known = [e.bytes for e in found.ready if e.bytes is not None]
+    ids = {e.id for e in found.ready if e.bytes is None} | {
+        *found.unready, *found.taken, *found.changed, *found.bad_markers}
+    taken_up = sum(known) + sum(sizes([f"{folder(root, bucket)}/{i}" for i in sorted(ids)]))
+    failed = last_error(root, bucket)
+    log = fill_log(root.home, bucket)
     return PoolStatus(bucket, repo_root, size, len(found.ready), len(unready) if busy else 0,
-                      base, broken)
+                      base, broken, taken_up, failed.message if failed else None,
+                      (failed.at or None) if failed else None,
+                      log if os.path.isfile(log) else None)
 
 
 def entry_ages(root: Root, bucket: str) -> list[tuple[str, float]]:
@@ -882,8 +664,4 @@ def entry_ages(root: Root, bucket: str) -> list[tuple[str, float]]:
     return [(e.path, parse_timestamp(e.created_at)) for e in contents(root, bucket).ready]
 
 
-if __name__ == "__main__":  # the detached filler
-    sys.exit(main(sys.argv[1:]))
-
-
-__all__ = ["Entry", "PoolStatus", "Taken", "drain", "fill", "spawn_refill", "take"]
+__all__ = ["Entry", "PoolStatus", "Taken", "drain", "take"]
