@@ -297,3 +297,38 @@ def test_a_recovery_record_without_a_usable_base_restores_against_the_target(rep
         assert vwt.ok("restore", name, "--json").json()["base_commit"] == base
         assert vwt.ok("status", name, "--json").json()["ahead"] == 1
         assert vwt("rm", name, "--json").code == 3
+
+
+def test_a_snapshot_holding_the_only_copy_of_its_base_is_never_dropped(repo, vwt):
+    """A record an older vwt wrote at restore named the snapshot's parent (the worktree's own
+    commit) as its base: a clean rm then finds the snapshot "exactly its base", but that base
+    is on no other branch, so the snapshot is kept with a recovery record, not deleted."""
+    path = Path(vwt.new("legacy")["path"])
+    committed = repo.commit("own work", {"own.txt": "own\n"}, cwd=path)
+    remove_with_snapshot(vwt, "legacy")
+    vwt.ok("restore", "legacy")
+    repo.edit_record("legacy", base_commit=committed)  # what restore used to write
+
+    removed = vwt.ok("rm", "legacy", "--json")
+    assert removed.json()["outcome"] == "removed"
+    assert "earlier snapshot refs/vibe/reaped/legacy is kept" in removed.err
+    assert repo.ref_exists("refs/vibe/reaped/legacy")
+    assert vwt("doctor").code == 0, vwt("doctor").out
+    vwt.ok("restore", "legacy")
+    assert repo.head(cwd=path) == committed
+
+
+def test_forgetting_a_snapshot_keeps_it_when_its_base_is_on_no_branch(repo, vwt):
+    """The same for `rm` of a snapshot-only entry whose recovery record names the snapshot's
+    parent as its base (retention of a worktree restored by an older vwt)."""
+    path = Path(vwt.new("forgot")["path"])
+    committed = repo.commit("own work", {"own.txt": "own\n"}, cwd=path)
+    vwt.ok("prune", "--keep", "0")
+    recovery = repo.recovery("forgot")
+    recovery["base_commit"] = committed
+    repo.recovery_path("forgot").write_text(json.dumps(recovery, indent=2))
+
+    forgotten = vwt.ok("rm", "forgot", "--json").json()
+    assert forgotten["outcome"] == "forgotten"
+    assert forgotten["snapshot_ref"] == "refs/vibe/reaped/forgot"
+    assert repo.git("rev-parse", "refs/vibe/reaped/forgot^1").strip() == committed
