@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from conftest import assert_error, porcelain_paths, tree_files
 
 NEW_KEYS = {"name", "branch", "path", "bucket", "repo_root", "base_commit", "branch_created",
@@ -332,3 +334,21 @@ def test_forgetting_a_snapshot_keeps_it_when_its_base_is_on_no_branch(repo, vwt)
     assert forgotten["outcome"] == "forgotten"
     assert forgotten["snapshot_ref"] == "refs/vibe/reaped/forgot"
     assert repo.git("rev-parse", "refs/vibe/reaped/forgot^1").strip() == committed
+
+
+@pytest.mark.parametrize("land", [("merge",), ("merge", "--rebase"), ("sync",)],
+                         ids=["merge", "merge_rebase", "sync"])
+def test_a_restored_commit_is_landed_not_taken_for_already_there(repo, vwt, land):
+    """The commits a merge or a sync replays are those since the base the worktree had, so a
+    restored worktree's own commit lands (it used to be called "already in main", and the
+    worktree removed with the commit only in its snapshot)."""
+    path = Path(vwt.new("again")["path"])
+    repo.commit("own work", {"own.txt": "own\n"}, cwd=path)
+    remove_with_snapshot(vwt, "again")
+    vwt.ok("restore", "again")
+    repo.commit("main moves", {"main.txt": "main\n"})
+    result = vwt.ok(land[0], "again", *land[1:], "--no-fetch", "--json").json()
+    assert result["outcome"] == ("merged" if land[0] == "merge" else "synced")
+    landed_in = repo.path if land[0] == "merge" else path
+    assert (landed_in / "own.txt").read_text() == "own\n"
+    assert (landed_in / "main.txt").read_text() == "main\n"
