@@ -104,6 +104,7 @@ class Listed(NamedTuple):
     session: str | None = None
     activity: Activity | None = None  # what that agent's session is doing, if it lives
     size: int | None = None  # §15: bytes of the checkout's own files (`list --size`)
+    rebase: str | None = None  # §8: REBASE_STOPPED while a sync is stopped at a conflict
 
     @property
     def held(self) -> bool:
@@ -117,7 +118,8 @@ class Listed(NamedTuple):
 
     @property
     def safe_to_remove(self) -> bool | None:
-        return _safe_to_remove(self.changes, self.ahead, self.integrated, self.target)
+        return _safe_to_remove(self.changes, self.ahead, self.integrated, self.target,
+                               self.rebase is not None)
 
     def to_json(self) -> dict[str, object]:
         return dict(
@@ -127,18 +129,24 @@ class Listed(NamedTuple):
             held=self.held, holders=self.holders, changes=self.changes, ahead=self.ahead,
             clean=self.clean, hooks_running=list(self.hooks_running), target=self.target,
             behind=self.behind, integrated=self.integrated, safe_to_remove=self.safe_to_remove,
-            agent=self.agent, session=self.session,
+            rebase=self.rebase, agent=self.agent, session=self.session,
             activity=self.activity.to_json() if self.activity else None,
             **({} if self.size is None else {"size": self.size}),
         )
 
 
 def _safe_to_remove(changes: int | None, ahead: int | None, integrated: str | None,
-                    target: str | None) -> bool | None:
-    """§8: removing it would lose nothing (None when not computed)."""
+                    target: str | None, rebasing: bool) -> bool | None:
+    """§8: removing it would lose nothing (None when not computed); never while a rebase
+    is stopped there: the work is half-way, and `rm` asks first."""
     if changes is None or ahead is None or target is None:
         return None
-    return changes == 0 and (ahead == 0 or integrated is not None)
+    return not rebasing and changes == 0 and (ahead == 0 or integrated is not None)
+
+
+# `rebase` of list and status: a sync is stopped at a conflict in the checkout (SPEC §8);
+# its HEAD is then part-way through the rebase, so it is never taken as landed.
+REBASE_STOPPED = "stopped"
 
 
 class WorktreeStatus(NamedTuple):
@@ -173,7 +181,8 @@ class WorktreeStatus(NamedTuple):
 
     @property
     def safe_to_remove(self) -> bool | None:
-        return _safe_to_remove(self.changes, self.ahead, self.integrated, self.target)
+        return _safe_to_remove(self.changes, self.ahead, self.integrated, self.target,
+                               self.rebasing)
 
     def to_json(self) -> dict[str, object]:
         return dict(
@@ -182,7 +191,9 @@ class WorktreeStatus(NamedTuple):
             changes=self.changes, untracked=self.untracked, ahead=self.ahead, clean=self.clean,
             held=self.held, holders=self.holders, hooks_running=list(self.hooks_running),
             target=self.target, behind=self.behind, integrated=self.integrated,
-            safe_to_remove=self.safe_to_remove, agent=self.agent, session=self.session,
+            safe_to_remove=self.safe_to_remove,
+            rebase=REBASE_STOPPED if self.rebasing else None,
+            agent=self.agent, session=self.session,
             activity=self.activity.to_json() if self.activity else None,
         )
 
@@ -243,15 +254,18 @@ def _with_status(row: Listed, entry: Entry, checkout: Checkout,
                                  inspection.vs_target)
     except VwtError as exc:
         return _Status(_replace(row, problem=exc.message))
-    row = _replace(row, changes=inspection.changes, ahead=inspection.ahead)
+    stopped = inspection.rebasing
+    row = _replace(row, changes=inspection.changes, ahead=inspection.ahead,
+                   rebase=REBASE_STOPPED if stopped else None)
     head = inspection.head
     uncounted = tips is not None and head is not None and record.base_commit is not None
     if landed is None or tips is None:
         return _Status(row, head, uncounted)
     if isinstance(landed, int):
-        return _Status(_replace(row, target=tips.branch, behind=landed), head, uncounted, True)
+        return _Status(_replace(row, target=tips.branch, behind=landed), head, uncounted,
+                       not stopped)
     return _Status(_replace(row, target=landed.target, behind=landed.behind,
-                            integrated=landed.integrated), head, uncounted)
+                            integrated=None if stopped else landed.integrated), head, uncounted)
 
 
 def _count_ahead(rows: list[Listed], heads: dict[str, list[tuple[int, str]]],
@@ -593,7 +607,7 @@ class Worktrees:
         if landed is None:
             return status
         return status._replace(target=landed.target, behind=landed.behind,
-                               integrated=landed.integrated)
+                               integrated=None if inspection.rebasing else landed.integrated)
 
     def conflicts(self, name: str | None = None, *, all_repos: bool = False,
                   path: str | None = None) -> ConflictsResult:

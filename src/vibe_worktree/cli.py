@@ -502,6 +502,8 @@ def _completion_names(words: list[str]) -> list[str]:
 
 
 def cmd_status(wt: Worktrees, ns: argparse.Namespace) -> int:
+    from .render import landed_words
+
     st = wt.status(ns.name)
     if ns.json:
         _print_json(st.to_json())
@@ -518,7 +520,7 @@ def cmd_status(wt: Worktrees, ns: argparse.Namespace) -> int:
         print(f"  rebase     stopped at a conflict: vwt sync {st.name} --continue (or --abort)")
     if st.target is not None:
         print(f"  target     {st.target} ({st.behind} commit(s) behind)")
-        print(f"  landed     {st.integrated or 'no'}")
+        print(f"  landed     {landed_words(st.integrated, st.rebasing)}")
         print(f"  safe to rm {'yes' if st.safe_to_remove else 'no'}")
     print(f"  holders    {st.holders}")
     if st.hooks_running:

@@ -73,16 +73,30 @@ def _count(value: int | None) -> str:
 
 def landed(row: Listed) -> str:
     """The LANDED column: how the worktree's commits are in the target (`merged`,
-    `squashed`, ...), `no` when they are not, `-` when it has none or it is unknown."""
+    `squashed`, ...), `no` when they are not, `-` when it has none or it is unknown;
+    `rebase stopped` while a sync is stopped at a conflict there (never landed then)."""
+    if row.rebase is not None:
+        return REBASE_STOPPED_WORDS
     return _landed(row.target is not None, row.ahead, row.integrated)
 
 
 def _landed(has_target: bool, ahead: int | None, integrated: str | None) -> str:
     if not has_target or ahead == 0:
         return "-"
+    return landed_words(integrated, rebasing=False)
+
+
+def landed_words(integrated: str | None, rebasing: bool) -> str:
+    """The integration as `list` and `status` both word it: the reason in words, `no`
+    when it is not integrated, `rebase stopped` while a sync is stopped at a conflict."""
+    if rebasing:
+        return REBASE_STOPPED_WORDS
     if integrated is None:
         return "no"
     return LANDED_WORDS.get(integrated, integrated)
+
+
+REBASE_STOPPED_WORDS = "rebase stopped"
 
 
 LANDED_WORDS = {
@@ -105,6 +119,8 @@ def _cell_colour(column: int, row: Listed) -> str | None:
     if column == 2:
         return STATE_COLOURS.get(row.state)
     if column == 5 and row.changes:
+        return STATE_COLOURS["reserved"]
+    if column == 6 and row.rebase is not None:
         return STATE_COLOURS["reserved"]
     if column == 6 and row.integrated:
         return STATE_COLOURS["ready"]

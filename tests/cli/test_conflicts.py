@@ -436,3 +436,48 @@ def test_a_file_folder_conflict_names_the_real_path(story, vwt):
     file_becomes_folder(story, story.path)  # the target turns it into a folder too
     commit_all(story, story.path)
     assert rows(conflicts(vwt))["beta"]["target_conflicts"] == ["df"]
+
+
+def test_a_file_against_a_folder_counts_as_both_changing_it(story, vwt):
+    """One session adds the file `df`, the other `df/inner.txt`: neither changed a path the
+    other did, yet the merge conflicts at `df`, which is then in `overlap` and `conflicts`."""
+    a, b = worktree(vwt, "alpha"), worktree(vwt, "beta")
+    story.write("df", "a file\n", base=a)
+    story.write("df/inner.txt", "in a folder\n", base=b)
+    commit_all(story, b)
+    doc = conflicts(vwt)
+    assert doc["pairs"] == [{"bucket": story.bucket, "a": "alpha", "b": "beta",
+                             "overlap": ["df"], "conflicts": ["df"]}]
+    assert pairs(conflicts(vwt, "--path", "df/inner.txt")) == {}, "alpha has nothing under df/"
+    assert list(pairs(conflicts(vwt, "--path", "df"))) == [("alpha", "beta")]
+    edit_line(a / "story.txt", 3, "alpha's line 3")  # and a path both change, merging cleanly
+    edit_line(b / "story.txt", 18, "beta's line 18")
+    [pair] = conflicts(vwt)["pairs"]
+    assert pair["overlap"] == ["df", "story.txt"] and pair["conflicts"] == ["df"], pair
+    assert vwt.ok("conflicts").out.startswith("conflict  alpha and beta: df (also both change "
+                                              "story.txt)"), "the plain line names the clash"
+
+
+def test_a_folder_replaced_by_a_file_meets_a_file_added_in_that_folder(story, vwt):
+    story.commit("a folder", {"lib/old.py": "old\n"})
+    a, b = worktree(vwt, "alpha"), worktree(vwt, "beta")
+    (a / "lib" / "old.py").unlink()
+    (a / "lib").rmdir()
+    story.write("lib", "now a file\n", base=a)
+    story.write("lib/new.py", "new\n", base=b)
+    [pair] = conflicts(vwt)["pairs"]
+    assert pair["overlap"] == ["lib"] and pair["conflicts"] == ["lib"], pair
+
+
+def test_conflicts_are_always_among_the_overlap(story, vwt):
+    """A rename against a deletion conflicts where git puts the renamed file, a path only
+    one side changed: the pair still conflicts, on the path both changed."""
+    a, b = worktree(vwt, "alpha"), worktree(vwt, "beta")
+    story.git("mv", "story.txt", "tale.txt", cwd=a)
+    (b / "story.txt").unlink()
+    [pair] = conflicts(vwt)["pairs"]
+    assert pair["overlap"] == ["story.txt"] and pair["conflicts"] == ["story.txt"], pair
+    both = worktree(vwt, "gamma")
+    story.git("mv", "story.txt", "saga.txt", cwd=both)  # a rename against another rename
+    for pair in conflicts(vwt)["pairs"]:
+        assert pair["conflicts"] and set(pair["conflicts"]) <= set(pair["overlap"]), pair

@@ -202,7 +202,7 @@ def test_status_reports_the_landing_fields(repo, vwt):
     assert {k: status[k] for k in LANDING_KEYS} == {
         "target": "main", "behind": 1, "integrated": "same_tree", "safe_to_remove": True}
     plain = vwt.ok("status", "sq").out
-    assert "same_tree" in plain and "main" in plain
+    assert "landed     same tree" in plain and "main" in plain  # worded as `list` words it
 
 
 def test_table_shows_how_each_worktree_landed(repo, vwt):

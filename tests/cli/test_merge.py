@@ -235,12 +235,27 @@ def test_conflict_plain_output_lists_the_paths(repo, vwt):
     assert "conflict" in result.err
 
 
+GIT_WORDS = ("error:", "fatal:", "Entry", "uptodate", "Cannot merge", "would be overwritten by")
+
+
+def target_dirty_line(vwt):
+    """The one line a refused merge prints: git's own words never in it."""
+    result = vwt("merge", "feat", "--json")
+    assert result.code == 1 and result.json()["outcome"] == "target_dirty", str(result)
+    [line] = result.err_lines
+    assert line.startswith("vwt: error: main is checked out at "), line
+    assert not [word for word in GIT_WORDS if word in line.removeprefix("vwt: error:")], line
+    assert line.endswith("then run vwt merge feat again)"), line
+    return line
+
+
 def test_target_checkout_with_changes_in_the_way_is_target_dirty(repo, vwt):
     work(repo, vwt, "feat", {"README.md": "# new readme\n"})
     repo.write("README.md", "# my local edit\n")
     frozen = Frozen(repo, "feat")
-    data = merge(vwt, "feat", code=1)
-    assert data["outcome"] == "target_dirty"
+    line = target_dirty_line(vwt)
+    assert f"checked out at {repo.path}, where the merge would overwrite your changes to " \
+           "README.md; nothing changed (commit or stash them there," in line, line
     frozen.assert_unchanged()
 
 
@@ -248,8 +263,27 @@ def test_untracked_file_in_the_way_is_target_dirty(repo, vwt):
     work(repo, vwt, "feat", {"new.txt": "from the worktree\n"})
     repo.write("new.txt", "untracked in main\n")
     frozen = Frozen(repo, "feat")
-    data = merge(vwt, "feat", code=1)
-    assert data["outcome"] == "target_dirty"
+    line = target_dirty_line(vwt)
+    assert "would overwrite the untracked file new.txt; nothing changed (move it away or " \
+           "commit it there," in line, line
+    frozen.assert_unchanged()
+
+
+def test_target_dirty_names_every_kind_of_file_in_the_way_and_nothing_else(repo, vwt):
+    work(repo, vwt, "feat", {"README.md": "# new readme\n", "src/app.py": "print('new')\n",
+                             "lib/x.py": "x\n", "new.txt": "new\n"})
+    repo.write("README.md", "# my local edit\n")
+    repo.write("src/app.py", "print('mine')\n")
+    repo.git("add", "src/app.py")  # staged counts too
+    repo.write("lib", "a file where the merge puts a folder\n")
+    repo.write("new.txt", "mine\n")
+    repo.write("notes/1.txt", "an unrelated local edit\n")
+    repo.write("scratch.txt", "an unrelated untracked file\n")
+    frozen = Frozen(repo, "feat")
+    line = target_dirty_line(vwt)
+    assert ("would overwrite your changes to README.md, src/app.py and the untracked files lib, "
+            "new.txt; nothing changed (commit or stash the changes and move the untracked "
+            "files away there,") in line, line
     frozen.assert_unchanged()
 
 

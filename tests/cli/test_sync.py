@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import tree_files
 
 SYNC_KEYS = {"name", "outcome", "onto", "head", "conflicts"}
@@ -46,6 +48,58 @@ def test_sync_when_already_on_top_is_up_to_date_and_changes_nothing(repo, vwt):
     data = sync(vwt, "feat")
     assert data["outcome"] == "up_to_date" and data["conflicts"] == []
     assert frozen(repo, "feat") == before
+
+
+def untouched(repo, name):
+    """Everything an `up_to_date` sync must leave alone, down to the record's bytes and
+    mtime: every ref with its reflog, the files, the index and the record."""
+    record = repo.record_path(name)
+    refs = repo.git("for-each-ref", "--format=%(refname) %(objectname)")
+    reflogs = [repo.git("reflog", "show", "--format=%H %gs", ref, check=False)
+               for ref in refs.split() if ref.startswith("refs/")]
+    return (frozen(repo, name), reflogs, record.read_bytes(), record.stat().st_mtime_ns)
+
+
+def merge_main_by_hand(repo, path, how):
+    if how == "merge commit":
+        repo.git("merge", "-q", "--no-edit", "main", cwd=path)
+    elif how == "fast-forward":
+        repo.git("merge", "-q", "--ff-only", "main", cwd=path)
+    else:
+        repo.git("rebase", "-q", "main", cwd=path)
+
+
+@pytest.mark.parametrize("how", ["merge commit", "fast-forward", "rebase"])
+def test_up_to_date_after_the_target_came_in_by_hand_changes_nothing(repo, vwt, how):
+    path = vwt.new("feat")["path"]
+    if how != "fast-forward":
+        repo.commit("feat work", {"a.txt": "a\n"}, cwd=path)
+    base = repo.record("feat")["base_commit"]
+    repo.commit("main moves", {"m.txt": "m\n"})
+    merge_main_by_hand(repo, path, how)
+    before = untouched(repo, "feat")
+    data = sync(vwt, "feat")
+    assert data["outcome"] == "up_to_date" and data["head"] == repo.rev("feat")
+    assert untouched(repo, "feat") == before
+    assert repo.record("feat")["base_commit"] == base
+
+
+def test_sync_killed_before_its_record_is_finished_by_the_next_sync(repo, vwt):
+    """Killed after it moved the branch, before the record: the branch's reflog shows vwt's
+    own move from the record's base, so the next sync finishes that sync (`synced`)."""
+    path = work(repo, vwt, "feat", {"a.txt": "a\n"})
+    repo.commit("main moves", {"m.txt": "m\n"})
+    base = repo.record("feat")["base_commit"]
+    killed = vwt("sync", "feat", env_extra={"VWT_CRASH_AT": "sync.moved"})
+    assert killed.code == -9, str(killed)
+    assert repo.rev("feat~1") == repo.rev("main") and repo.record("feat")["base_commit"] == base
+    data = sync(vwt, "feat")
+    assert data["outcome"] == "synced" and data["head"] == repo.rev("feat")
+    assert repo.record("feat")["base_commit"] == repo.rev("main")
+    assert repo.porcelain(path) == "" and vwt.entry("feat")["ahead"] == 1
+    before = untouched(repo, "feat")
+    assert sync(vwt, "feat")["outcome"] == "up_to_date"
+    assert untouched(repo, "feat") == before
 
 
 def test_sync_conflict_is_aborted_and_changes_nothing(repo, vwt):

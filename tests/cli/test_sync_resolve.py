@@ -306,3 +306,61 @@ def test_continue_of_a_stop_without_its_note_names_a_branch_at_its_commit(repo, 
     (admin / "rebase-merge" / "vwt-onto").unlink()
     resolve(repo, path, "README.md")
     assert sync(vwt, "feat", "--continue")["onto"] == "rel"
+
+
+# -- a worktree in the middle of a rebase is never called landed (list, status) --------------
+
+def landing_keys(doc):
+    return {key: doc[key] for key in ("rebase", "integrated", "safe_to_remove")}
+
+
+def test_list_and_status_say_a_stopped_rebase_is_not_landed(repo, vwt):
+    path = conflicting(repo, vwt)
+    sync(vwt, "feat", "--stop-on-conflict", code=1)  # HEAD is main's tip, mid-rebase
+    stopped = {"rebase": "stopped", "integrated": None, "safe_to_remove": False}
+    assert landing_keys(vwt.entry("feat")) == stopped
+    assert landing_keys(vwt.ok("status", "feat", "--json").json()) == stopped
+    # resolved to main's version and staged: nothing left to count, the work still in the rebase
+    resolve(repo, path, "README.md", "main version of README.md\n")
+    assert repo.porcelain(path) == "" and rebasing(path)
+    assert landing_keys(vwt.entry("feat")) == stopped
+    assert landing_keys(vwt.ok("status", "feat", "--json").json()) == stopped
+    listed = vwt.ok("list").out.splitlines()
+    assert listed[0].split()[6] == "LANDED" and "rebase stopped" in listed[1], listed
+    assert re.search(r"^  landed\s+rebase stopped$", vwt.ok("status", "feat").out, re.M)
+    sync(vwt, "feat", "--abort")
+    after = vwt.entry("feat")
+    assert after["rebase"] is None and after["integrated"] is None
+    assert after["safe_to_remove"] is False  # its commit is not in main
+    assert vwt.ok("status", "feat", "--json").json()["rebase"] is None
+
+
+def test_list_and_status_word_integration_alike(repo, vwt):
+    path = Path(vwt.new("feat")["path"])
+    repo.commit("feat work", {"a.txt": "a\n"}, cwd=path)
+    repo.git("merge", "-q", "--ff-only", "feat")  # main is now feat's tip
+    assert vwt.entry("feat")["integrated"] == "same_commit"
+    row = next(line for line in vwt.ok("list").out.splitlines() if line.startswith("feat "))
+    assert "same commit" in row, row
+    landed = re.search(r"^  landed\s+(.+)$", vwt.ok("status", "feat").out, re.M)
+    assert landed and landed[1] == "same commit", landed
+
+
+@pytest.mark.parametrize("worktree_has", ["file", "folder"])
+def test_a_stopped_file_folder_conflict_names_the_real_path(repo, vwt, worktree_has):
+    """git leaves the file as `df~<label>` in the worktree; vwt names `df` (SPEC §16)."""
+    if worktree_has == "file":
+        repo.commit("a file", {"df": "a file\n"})
+    path = Path(vwt.new("feat")["path"])
+    if worktree_has == "file":
+        repo.commit("feat edits the file", {"df": "edited\n"}, cwd=path)
+        repo.git("rm", "-q", "df")
+        repo.commit("main turns it into a folder", {"df/x": "a folder\n"})
+    else:
+        repo.commit("feat adds a folder", {"df/inner.txt": "in a folder\n"}, cwd=path)
+        repo.commit("main adds a file", {"df": "a file\n"})
+    stopped = sync(vwt, "feat", "--stop-on-conflict", "--no-fetch", code=1)
+    assert stopped["outcome"] == "conflict_stopped" and stopped["conflicts"] == ["df"], stopped
+    again = sync(vwt, "feat", code=1)
+    assert again["conflicts"] == ["df"], again
+    assert sync(vwt, "feat", "--abort")["outcome"] == "aborted"

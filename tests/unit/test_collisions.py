@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vibe_worktree.core import git as g
 from vibe_worktree.core.errors import VwtError
-from vibe_worktree.landing.collisions import meet, normalise_path, under
+from vibe_worktree.landing.collisions import (
+    _overlaps,
+    meet,
+    normalise_path,
+    pair_conflicts,
+    under,
+)
 
 
 def test_paths_meet_on_a_shared_path_or_a_file_against_a_folder() -> None:
@@ -51,3 +59,35 @@ def test_one_refused_merge_does_not_stop_the_others(repo) -> None:
     assert found[2].tree == repo.git("rev-parse", f"{theirs}^{{tree}}")
     assert found[0].tree is None, "a conflicted merge has no tree to land"
     assert found[3] == found[0]
+
+
+paths = st.lists(st.sampled_from(["a", "b", "df", "df/x", "df/x/y", "lib", "lib/z", "c/d"]),
+                 max_size=4).map(frozenset)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(st.lists(paths, min_size=2, max_size=4))
+def test_overlap_is_what_both_changed_with_a_file_against_a_folder_counted(changed) -> None:
+    def inside(path: str, folder: str) -> bool:
+        return path.startswith(f"{folder}/")
+
+    found = _overlaps(dict(enumerate(changed)))
+    for i in range(len(changed)):
+        for j in range(i + 1, len(changed)):
+            mine, theirs = changed[i], changed[j]
+            want = sorted({p for p in mine if p in theirs or any(inside(q, p) for q in theirs)}
+                          | {p for p in theirs if any(inside(q, p) for q in mine)})
+            assert found.get((i, j), []) == want, (mine, theirs)
+            assert bool(want) == meet(mine, theirs)
+
+
+def test_pair_conflicts_name_only_overlap_paths_and_never_hide_a_conflict() -> None:
+    overlap = ["df", "story.txt"]
+    assert pair_conflicts(overlap, g.MergedTree("tree", ())) == ()
+    assert pair_conflicts(overlap, g.MergedTree(None, ("df/inner.txt",))) == ("df",)
+    assert pair_conflicts(overlap, g.MergedTree(None, ("story.txt", "tale.txt"))) == (
+        "story.txt",), "a rename's other name is left out"
+    assert pair_conflicts(["story.txt"], g.MergedTree(None, ("tale.txt",))) == ("story.txt",), (
+        "conflicting only outside the overlap: it conflicts where the two meet")
+    assert pair_conflicts(overlap, "refusing to merge unrelated histories") == tuple(overlap)
+    assert pair_conflicts(["df/inner.txt"], g.MergedTree(None, ("df",))) == ("df/inner.txt",)

@@ -1016,6 +1016,25 @@ def own_commits(git: Git, base: str, head: str) -> list[CommitInfo]:
     return found
 
 
+class RefUpdate(NamedTuple):
+    """The latest entry of a ref's reflog."""
+
+    old: str | None  # None when the entry created the ref (or the one before is gone)
+    new: str
+    reason: str  # the `-m` message of the update (`vwt sync NAME`, `commit: ...`)
+
+
+def last_update(git: Git, ref: str) -> RefUpdate | None:
+    """How `ref` last moved, from its reflog; None without one (reflogs can be off)."""
+    result = git.run("log", "-g", "-2", "--no-decorate", "--format=%H%x00%gs", ref, "--",
+                     check=False)
+    entries = [line.split("\0", 1) for line in result.stdout.splitlines() if "\0" in line]
+    if result.returncode != 0 or not entries:
+        return None
+    new, reason = entries[0]
+    return RefUpdate(entries[1][0] if len(entries) > 1 else None, new, reason)
+
+
 def compare_and_swap(git: Git, ref: str, new: str, old: str, reason: str) -> bool:
     """Point `ref` at `new` only while it still points at `old`; False when it moved (a
     full disk is an error of its own, never reported as a moved ref)."""
@@ -1074,6 +1093,31 @@ def move_checkout(git: Git, old: str, new: str) -> str | None:
     except NotMoved as stop:
         return stop.problem
     return None
+
+
+class InTheWay(NamedTuple):
+    """A checkout's local changes that moving it to another commit would overwrite."""
+
+    changed: tuple[str, ...]  # tracked files changed there, staged or not
+    untracked: tuple[str, ...]
+
+
+def in_the_way(git: Git, old: str, new: str) -> InTheWay:
+    """What stops moving this checkout from `old` to `new` (`move_checkout_check`'s
+    reason, by path): the files it changed that the move changes, and its untracked files
+    where the move writes a file, or a folder of one (or a file where they are a folder)."""
+    moving = set(changed_paths(git, old, new))
+    moving_folders = {path[:i] for path in moving for i, c in enumerate(path) if c == "/"}
+    out = git.out("status", "--porcelain", "-z", "--untracked-files=all", "--no-renames",
+                  env={"GIT_OPTIONAL_LOCKS": "0"})
+    changed: list[str] = []
+    untracked: list[str] = []
+    for entry in filter(None, out.split("\0")):
+        path = entry[3:]
+        folders = (path[:i] for i, c in enumerate(path) if c == "/")
+        if path in moving or path in moving_folders or any(f in moving for f in folders):
+            (untracked if entry.startswith("??") else changed).append(path)
+    return InTheWay(tuple(sorted(changed)), tuple(sorted(untracked)))
 
 
 class CheckoutMove(NamedTuple):
@@ -1167,9 +1211,27 @@ def rebase_abort(git: Git) -> None:
 
 
 def unmerged_paths(git: Git) -> list[str]:
-    """The paths with unresolved conflicts in the index, as git prints them."""
-    out = git.out("diff", "--name-only", "-z", "--diff-filter=U", env={"GIT_OPTIONAL_LOCKS": "0"})
-    return sorted(dict.fromkeys(path for path in out.split("\0") if path))
+    """The repository's paths with unresolved conflicts in the index. In a file/folder
+    conflict git leaves the file as `<path>~<label>` (`df~HEAD`, `df~1a2b3c4 (subject)`)
+    beside the folder `<path>/`, and lists that stand-in name: the path is `<path>`."""
+    env = {"GIT_OPTIONAL_LOCKS": "0"}
+    out = git.out("diff", "--name-only", "-z", "--diff-filter=U", env=env)
+    paths = [path for path in out.split("\0") if path]
+    if any("~" in path for path in paths):
+        indexed = git.out("ls-files", "-z", env=env).split("\0")
+        folders = {path[:i] for path in indexed for i, c in enumerate(path) if c == "/"}
+        paths = [_clashing_path(path, folders) for path in paths]
+    return sorted(dict.fromkeys(paths))
+
+
+def _clashing_path(path: str, folders: set[str]) -> str:
+    """`<path>` of a stand-in `<path>~<label>` whose `<path>` is a folder in the index (git
+    puts no `/` in the label); `path` itself when it is no such stand-in."""
+    start = path.rfind("/") + 1
+    for i in range(start, len(path)):
+        if path[i] == "~" and path[:i] in folders:
+            return path[:i]
+    return path
 
 
 def add_all_and_commit(git: Git, message: str) -> None:

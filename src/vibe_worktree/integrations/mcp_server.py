@@ -289,7 +289,8 @@ DESCRIPTIONS = {
         "claimed_at, state, held, holders, changes, ahead, clean, target, behind, integrated, "
         "safe_to_remove}; `integrated` says why its commits are already in the target branch "
         "(same_commit, ancestor, same_tree, no_added_changes, patch_equivalent, squashed) or "
-        "is null; "
+        "is null; `rebase` is \"stopped\" while a sync is stopped at a conflict there (its "
+        "work is then never called landed: integrated null, safe_to_remove false); "
         "`safe_to_remove` is true when removing it loses nothing. `status: false` skips git "
         "status (those fields are then null)."
     ),

@@ -241,17 +241,40 @@ def meet(mine: frozenset[str], theirs: frozenset[str]) -> bool:
 
 
 def _overlaps(paths_of: dict[int, frozenset[str]]) -> dict[tuple[int, int], list[str]]:
-    """(i, j) -> paths both changed, for i < j: paths bucketed, never every pair compared."""
+    """(i, j) -> paths both changed, for i < j: paths bucketed, never every pair compared.
+    A file/folder clash counts as both changing the file's path: one changed `df`, the
+    other a path under `df/` (SPEC §13)."""
     by_path: dict[str, list[int]] = {}
+    under_folder: dict[str, set[int]] = {}  # folder -> who changed a path inside it
     for i in sorted(paths_of):
         for path in paths_of[i]:
             by_path.setdefault(path, []).append(i)
-    shared: dict[tuple[int, int], list[str]] = {}
+            for folder in _folders(path):
+                under_folder.setdefault(folder, set()).add(i)
+    shared: dict[tuple[int, int], set[str]] = {}
     for path, owners in by_path.items():
         for x, i in enumerate(owners):
             for j in owners[x + 1:]:
-                shared.setdefault((i, j), []).append(path)
+                shared.setdefault((i, j), set()).add(path)
+        for i in owners:
+            for j in under_folder.get(path, ()):
+                if i != j:
+                    shared.setdefault((min(i, j), max(i, j)), set()).add(path)
     return {pair: sorted(paths) for pair, paths in shared.items()}
+
+
+def pair_conflicts(overlap: list[str], outcome: g.MergedTree | str) -> tuple[str, ...]:
+    """The paths of `overlap` on which the pair's merge conflicts, always some when it
+    conflicts at all. git names the path where it leaves each conflict: an overlap path, a
+    path inside one (a file/folder clash), or after a rename a path only one side changed
+    (a rename against a deletion conflicts at the new name): the overlap paths it touches
+    are named, and when it touches none the two conflict wherever they meet, as they do
+    when git refuses the merge outright."""
+    if isinstance(outcome, str):
+        return tuple(overlap)
+    named = [path for path in overlap
+             if any(path == c or under(c, path) or under(path, c) for c in outcome.conflicts)]
+    return tuple(named) if named or not outcome.conflicts else tuple(overlap)
 
 
 class _Plan(NamedTuple):
@@ -354,9 +377,7 @@ def _forecast_repo(repo: _Repo, works: list[_Work], scope: Scope
     for (i, j), overlap in sorted(pairs.items()):
         if i in errors or j in errors:
             continue  # left out of every pair, like a worktree that could not be read
-        outcome = outcomes[(commits[i], commits[j])]
-        # A merge git refuses outright would conflict everywhere the two meet.
-        conflicts = tuple(overlap) if isinstance(outcome, str) else tuple(sorted(outcome.conflicts))
+        conflicts = pair_conflicts(overlap, outcomes[(commits[i], commits[j])])
         found.append(CollisionPair(works[i].entry.claim.bucket, works[i].name, works[j].name,
                                    tuple(overlap), conflicts))
     return rows, found

@@ -313,10 +313,8 @@ def _update_target(target: Target, tips: Tips, old: str, new: str,
             return TARGET_DIRTY, (f"{filtered[0]} uses a filter driver of the repository's own "
                                   f"config, which vwt never runs; nothing changed (merge it "
                                   f"yourself in {where})")
-        problem = g.move_checkout_check(checkout_git, old, new)
-        if problem:
-            return TARGET_DIRTY, (f"{branch} is checked out at {where} with local changes the "
-                                  f"merge would overwrite ({problem}); nothing changed")
+        if g.move_checkout_check(checkout_git, old, new):
+            return TARGET_DIRTY, _in_the_way(checkout_git, branch, where, old, new, name)
     if checkout_git is None:
         if not g.compare_and_swap(repo_git, tips.target.ref, new, old, f"vwt merge {name}"):
             return _target_moved(branch, name)
@@ -341,10 +339,38 @@ def _update_target(target: Target, tips: Tips, old: str, new: str,
     except g.NotMoved as stop:
         if stop.problem == TARGET_MOVED:
             return _target_moved(branch, name)
-        return TARGET_DIRTY, (f"{branch} is checked out at {where} with local changes the "
-                              f"merge would overwrite ({stop.problem}); nothing changed")
+        return TARGET_DIRTY, _in_the_way(checkout_git, branch, where or "", old, new, name)
     checkpoint("merge.checkout_moved")
     return None
+
+
+def _in_the_way(git: g.Git, branch: str, where: str, old: str, new: str, name: str) -> str:
+    """`target_dirty` in one line a person can act on: which files of T's checkout the
+    merge would overwrite, and what to do with them (git's own words say neither)."""
+    found = g.in_the_way(git, old, new)
+    again = f"then run vwt merge {name} again"
+    changes = f"your changes to {_few(found.changed)}"
+    untracked = (f"the untracked file{'s' if len(found.untracked) > 1 else ''} "
+                 f"{_few(found.untracked)}")
+    if found.changed and found.untracked:
+        files = "files" if len(found.untracked) > 1 else "file"
+        what, advice = (f"{changes} and {untracked}",
+                        f"commit or stash the changes and move the untracked {files} away there")
+    elif found.changed:
+        what, advice = changes, "commit or stash them there"
+    elif found.untracked:
+        it = "them" if len(found.untracked) > 1 else "it"
+        what, advice = untracked, f"move {it} away or commit {it} there"
+    else:  # git refused for a reason no file explains
+        return (f"{branch} is checked out at {where}, where git would not move the files to "
+                f"the merged commit; nothing changed (see git -C {where} status, {again})")
+    return (f"{branch} is checked out at {where}, where the merge would overwrite {what}; "
+            f"nothing changed ({advice}, {again})")
+
+
+def _few(paths: tuple[str, ...], most: int = 3) -> str:
+    shown = ", ".join(paths[:most])
+    return shown if len(paths) <= most else f"{shown} and {len(paths) - most} more"
 
 
 def move_branch_and_checkout(checkout_git: g.Git, repo_git: g.Git, ref: str, old: str,

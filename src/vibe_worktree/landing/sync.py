@@ -29,6 +29,7 @@ from ..core.errors import (
     VwtError,
     disk_is_full,
 )
+from ..core.faults import checkpoint
 from ..core.files import SpareRoom
 from ..core.index_files import IndexBusy, repair_repo
 from ..core.integration import Tips, read_tips
@@ -134,10 +135,10 @@ def _sync_held(claim: Claim, target: Target, tips: Tips, base_commit: str | None
             f"{claim.name} has {inspection.describe_loss()}; nothing synced (commit or "
             "stash them first)"))
     if g.is_ancestor(git, onto, head):
-        if base_commit != onto and (base_commit is None or g.is_ancestor(git, base_commit, onto)):
-            # a sync killed after it moved the branch, before the record: it is based on onto
+        if _killed_after_its_move(git, claim.name, target, onto, head):
             write_record(target.claim.record_path, target.record.with_base(onto))
-        return result._replace(outcome=UP_TO_DATE)
+            return result._replace(outcome=SYNCED)  # that sync is finished now
+        return result._replace(outcome=UP_TO_DATE)  # changes nothing (SPEC §8)
     merging = git._replace(neutralised_merge_drivers=tips.merge_drivers)
     landed = replay.rebase(merging, onto, base_commit or onto, head)
     if landed.commit is None:
@@ -147,8 +148,24 @@ def _sync_held(claim: Claim, target: Target, tips: Tips, base_commit: str | None
             f"{claim.name} conflicts with {name} in {len(landed.conflicts)} file(s); "
             f"nothing changed; {resolve_hint(claim.name, onto_branch)}"))
     _move(claim, target, git, head, landed.commit)
+    checkpoint("sync.moved")
     write_record(target.claim.record_path, target.record.with_base(onto))
     return result._replace(outcome=SYNCED, head=landed.commit)
+
+
+def _killed_after_its_move(git: g.Git, name: str, target: Target, onto: str,
+                           head: str) -> bool:
+    """A sync of this worktree was killed after it moved the branch to HEAD, before it wrote
+    the record: the branch last moved by `vwt sync NAME`, from a commit of the record's
+    base onwards, and that base is behind `onto`. The target brought in any other way (a
+    merge or a rebase by hand) leaves the record as it is: `ahead` may then count more,
+    never less."""
+    base = target.record.base_commit
+    if base is None or base == onto or not g.is_ancestor(git, base, onto):
+        return False
+    moved = g.last_update(git, f"refs/heads/{target.record.branch}")
+    return (moved is not None and moved.new == head and moved.reason == f"vwt sync {name}"
+            and moved.old is not None and g.is_ancestor(git, base, moved.old))
 
 
 def _move(claim: Claim, target: Target, git: g.Git, head: str, new: str) -> None:

@@ -77,6 +77,7 @@
   }
 
   function integrationView(row) {
+    if (row.rebase === "stopped") return "rebase stopped";
     if (row.integrated) return el("span", { class: "badge integrated", text: row.integrated });
     if (row.state === "ready" && row.integrated === null && row.target) return "not merged";
     return "";
