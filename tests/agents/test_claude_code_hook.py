@@ -346,6 +346,21 @@ def test_remove_snapshots_dirty_work_so_restore_brings_it_back(vwt, repo):
     assert (path / "unsaved.txt").read_text() == "precious\n"
 
 
+def test_a_commit_removed_by_the_hook_and_restored_is_still_work(vwt, repo):
+    """WorktreeRemove records the base the worktree had; restore brings it back, so the
+    commit counts as ahead and a plain rm asks before removing it (SPEC §16)."""
+    path = create(vwt, repo, "committed")
+    base = repo.head(cwd=path)
+    committed = repo.commit("own work", {"own.txt": "own\n"}, cwd=path)
+    result = hook(vwt, payload("WorktreeRemove", cwd=repo.path, worktree_path=path))
+    assert result.code == 0, str(result)
+    assert repo.recovery("committed")["base_commit"] == base
+    vwt.ok("restore", "committed", cwd=repo.path)
+    assert vwt.ok("status", "committed", "--json", cwd=repo.path).json()["ahead"] == 1
+    assert vwt("rm", "committed", "--json", cwd=repo.path).code == 3
+    assert repo.head(cwd=path) == committed
+
+
 def test_remove_of_a_clean_worktree_frees_the_name(vwt, repo, layout):
     path = create(vwt, repo, "clean-one")
     result = hook(vwt, payload("WorktreeRemove", cwd=repo.path, worktree_path=path))

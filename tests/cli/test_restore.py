@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
 
 from conftest import assert_error, porcelain_paths, tree_files
 
@@ -195,3 +198,157 @@ def test_clean_rm_keeps_an_earlier_snapshot_with_work_of_its_own_restorable(repo
     assert vwt("doctor").code == 0, vwt("doctor").out
     vwt.ok("restore", "beta")
     assert (path / "idea.txt").read_text() == "only in the snapshot\n"
+
+
+# -- restored work is still work (SPEC §16) ------------------------------------------------------
+def test_a_restored_commit_of_its_own_is_still_work(repo, vwt):
+    """rm -y of a worktree with a commit, restore, plain rm: the commit is asked about again,
+    and a confirmed removal snapshots it again, so restore brings it back once more."""
+    path = Path(vwt.new("own")["path"])
+    base = repo.head(cwd=path)
+    committed = repo.commit("own work", {"own.txt": "own\n"}, cwd=path)
+    remove_with_snapshot(vwt, "own")
+    assert repo.recovery("own")["base_commit"] == base
+
+    restored = vwt.ok("restore", "own", "--json").json()
+    assert restored["base_commit"] == base, "the base it had before the removal"
+    assert repo.record("own")["base_commit"] == base
+    status = vwt.ok("status", "own", "--json").json()
+    assert status["ahead"] == 1
+    assert status["clean"] is False
+    assert status["safe_to_remove"] is False
+
+    snapshot = repo.rev("refs/vibe/reaped/own")
+    kept = vwt("rm", "own", "--json")
+    assert kept.code == 3, str(kept)
+    assert kept.json()["outcome"] == "kept_dirty"
+    assert "1 new commit(s)" in kept.err
+    assert (path / "own.txt").read_text() == "own\n"
+    assert repo.rev("refs/heads/own") == committed, "nothing deleted: the branch stays"
+    assert repo.rev("refs/vibe/reaped/own") == snapshot, "nothing deleted: the snapshot stays"
+    assert repo.record("own")["base_commit"] == base
+
+    removed = vwt.ok("rm", "own", "-y", "--json").json()
+    assert removed["snapshot_ref"] == "refs/vibe/reaped/own"
+    assert repo.recovery("own")["base_commit"] == base
+    vwt.ok("restore", "own")
+    assert repo.head(cwd=path) == committed
+    assert (path / "own.txt").read_text() == "own\n"
+    assert vwt.ok("status", "own", "--json").json()["ahead"] == 1
+
+
+def test_a_commit_restored_onto_a_restored_branch_is_still_work(repo, vwt):
+    """The branch moved while the worktree was away: restored onto `<branch>-restored`, its
+    commit still counts against the base it had."""
+    repo.git("branch", "shared-branch")
+    path = Path(vwt.new("shared-branch")["path"])
+    base = repo.head(cwd=path)
+    committed = repo.commit("own work", {"own.txt": "own\n"}, cwd=path)
+    remove_with_snapshot(vwt, "shared-branch")  # a branch that existed before: it stays
+    repo.git("branch", "-f", "shared-branch", base)  # and someone moves it meanwhile
+    restored = vwt.ok("restore", "shared-branch", "--json").json()
+    assert restored["branch"] == "shared-branch-restored"
+    assert restored["base_commit"] == base
+    assert vwt.ok("status", "shared-branch", "--json").json()["ahead"] == 1
+    kept = vwt("rm", "shared-branch", "--json")
+    assert kept.code == 3, str(kept)
+    assert repo.rev("refs/heads/shared-branch-restored") == committed
+    assert repo.ref_exists("refs/vibe/reaped/shared-branch")
+
+
+def test_a_restore_after_prune_keeps_the_base(repo, vwt):
+    """Retention snapshots and removes; the restored worktree's commit is still its own."""
+    path = Path(vwt.new("old")["path"])
+    base = repo.head(cwd=path)
+    repo.commit("own work", {"own.txt": "own\n"}, cwd=path)
+    vwt.ok("prune", "--keep", "0")
+    assert repo.recovery("old")["base_commit"] == base
+    assert vwt.ok("restore", "old", "--json").json()["base_commit"] == base
+    assert vwt("rm", "old", "--json").code == 3
+    assert repo.ref_exists("refs/vibe/reaped/old")
+
+
+def test_merge_then_restore_then_rm_counts_the_landed_commit_as_landed(repo, vwt):
+    """After a merge the restored commit is ahead of its base but already on main: a plain rm
+    removes it without asking, and drops the snapshot, whose content main has."""
+    path = Path(vwt.new("landed")["path"])
+    base = repo.head(cwd=path)
+    repo.commit("landed work", {"landed.txt": "landed\n"}, cwd=path)
+    vwt.ok("merge", "landed", "--no-fetch")
+    restored = vwt.ok("restore", "landed", "--json").json()
+    assert restored["base_commit"] == base
+    status = vwt.ok("status", "landed", "--json").json()
+    assert status["ahead"] == 1
+    assert status["safe_to_remove"] is True
+    assert vwt.ok("rm", "landed", "--json").json()["outcome"] == "removed"
+    assert not repo.ref_exists("refs/vibe/reaped/landed")
+    assert vwt("doctor").code == 0, vwt("doctor").out
+
+
+def test_a_recovery_record_without_a_usable_base_restores_against_the_target(repo, vwt):
+    """A recovery record with no base (or one naming a commit the repository lost) gets the
+    merge base with the target branch, never the snapshot's parent: the commit stays work."""
+    base = repo.head()
+    for name, recorded in (("nobase", None), ("lostbase", "1" * 40)):
+        path = Path(vwt.new(name)["path"])
+        repo.commit("own work", {f"{name}.txt": "own\n"}, cwd=path)
+        remove_with_snapshot(vwt, name)
+        recovery = repo.recovery(name)
+        recovery["base_commit"] = recorded
+        repo.recovery_path(name).write_text(json.dumps(recovery, indent=2))
+        assert vwt.ok("restore", name, "--json").json()["base_commit"] == base
+        assert vwt.ok("status", name, "--json").json()["ahead"] == 1
+        assert vwt("rm", name, "--json").code == 3
+
+
+def test_a_snapshot_holding_the_only_copy_of_its_base_is_never_dropped(repo, vwt):
+    """A record an older vwt wrote at restore named the snapshot's parent (the worktree's own
+    commit) as its base: a clean rm then finds the snapshot "exactly its base", but that base
+    is on no other branch, so the snapshot is kept with a recovery record, not deleted."""
+    path = Path(vwt.new("legacy")["path"])
+    committed = repo.commit("own work", {"own.txt": "own\n"}, cwd=path)
+    remove_with_snapshot(vwt, "legacy")
+    vwt.ok("restore", "legacy")
+    repo.edit_record("legacy", base_commit=committed)  # what restore used to write
+
+    removed = vwt.ok("rm", "legacy", "--json")
+    assert removed.json()["outcome"] == "removed"
+    assert "earlier snapshot refs/vibe/reaped/legacy is kept" in removed.err
+    assert repo.ref_exists("refs/vibe/reaped/legacy")
+    assert vwt("doctor").code == 0, vwt("doctor").out
+    vwt.ok("restore", "legacy")
+    assert repo.head(cwd=path) == committed
+
+
+def test_forgetting_a_snapshot_keeps_it_when_its_base_is_on_no_branch(repo, vwt):
+    """The same for `rm` of a snapshot-only entry whose recovery record names the snapshot's
+    parent as its base (retention of a worktree restored by an older vwt)."""
+    path = Path(vwt.new("forgot")["path"])
+    committed = repo.commit("own work", {"own.txt": "own\n"}, cwd=path)
+    vwt.ok("prune", "--keep", "0")
+    recovery = repo.recovery("forgot")
+    recovery["base_commit"] = committed
+    repo.recovery_path("forgot").write_text(json.dumps(recovery, indent=2))
+
+    forgotten = vwt.ok("rm", "forgot", "--json").json()
+    assert forgotten["outcome"] == "forgotten"
+    assert forgotten["snapshot_ref"] == "refs/vibe/reaped/forgot"
+    assert repo.git("rev-parse", "refs/vibe/reaped/forgot^1").strip() == committed
+
+
+@pytest.mark.parametrize("land", [("merge",), ("merge", "--rebase"), ("sync",)],
+                         ids=["merge", "merge_rebase", "sync"])
+def test_a_restored_commit_is_landed_not_taken_for_already_there(repo, vwt, land):
+    """The commits a merge or a sync replays are those since the base the worktree had, so a
+    restored worktree's own commit lands (it used to be called "already in main", and the
+    worktree removed with the commit only in its snapshot)."""
+    path = Path(vwt.new("again")["path"])
+    repo.commit("own work", {"own.txt": "own\n"}, cwd=path)
+    remove_with_snapshot(vwt, "again")
+    vwt.ok("restore", "again")
+    repo.commit("main moves", {"main.txt": "main\n"})
+    result = vwt.ok(land[0], "again", *land[1:], "--no-fetch", "--json").json()
+    assert result["outcome"] == ("merged" if land[0] == "merge" else "synced")
+    landed_in = repo.path if land[0] == "merge" else path
+    assert (landed_in / "own.txt").read_text() == "own\n"
+    assert (landed_in / "main.txt").read_text() == "main\n"

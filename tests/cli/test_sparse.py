@@ -79,3 +79,22 @@ def test_a_sparse_folder_outside_the_repository_is_bad_usage(repo: Repo, vwt: Vw
         result = vwt("new", "slim", "--sparse", bad, cwd=repo.path)
         assert_error(result, 2)
     assert vwt.list(cwd=repo.path) == []
+
+
+def test_a_restored_sparse_worktree_runs_the_project_hooks_of_its_own_head(
+        repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
+    """Its base is the one it had before the removal (SPEC §16); its hooks are still those of
+    the commit it is restored at, which may be its own."""
+    three_folders(repo)
+    doc = vwt.new("slim", "--sparse", "app")
+    checkout = Path(doc["path"])
+    marker = sandbox.tmp / "ran"
+    repo.write(".vibe/worktree.toml", f'[[hooks]]\nname = "deps"\ntype = "post_create"\n'
+                                      f'command = "touch {marker}"\n', base=checkout)
+    repo.git("add", "--sparse", ".vibe/worktree.toml", cwd=checkout)
+    repo.git("commit", "-q", "-m", "hooks of its own", cwd=checkout)
+    vwt.ok("hooks", "approve", "--all", cwd=checkout)
+    vwt.ok("rm", "slim", "-y")
+    restored = vwt.ok("restore", "slim", "--json").json()
+    assert restored["base_commit"] == doc["base_commit"]
+    assert restored["hooks"][0]["status"] == "ok" and marker.exists()

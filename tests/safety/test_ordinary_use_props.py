@@ -1,11 +1,14 @@
 """Ordinary use stays healthy (SPEC §11): after any sequence of ordinary commands, `vwt doctor`
-reports healthy.
+reports healthy, and nothing a session made is lost (SPEC §16: restored work is still work).
 
 Random sequences of `new` (with a background post_create hook that finishes, and `--carry`),
 `run`, `snapshot`, `rm`, `restore`, `merge`, `sync` (also stopped at a conflict and aborted),
 `prune`, pool use (`[pool] size` in the home's worktree.toml, `pool fill`, `pool drain`, `new`
 taking a ready entry) and the user's own commits and edits, on a real repository with a real
 home per example. The default run is small (a few examples); the `slow` one tries many more.
+Every commit and edit a session makes has content of its own; at the end each is still
+reachable from a branch (the target included) or from a snapshot ref `restore` brings back,
+and an edit may also still be in its checkout.
 
 Only what §11 calls ordinary is drawn: `rm` of a snapshot-only entry whose snapshot has work
 the target branch lacks (forgetting it keeps its ref on purpose) becomes `restore`.
@@ -13,11 +16,12 @@ the target branch lacks (forgetting it keeps its ref on purpose) becomes `restor
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -61,6 +65,7 @@ class Session:
         self.vwt = vwt
         self.env = {"VIBE_HOME": str(self.home)}
         self.log: list[str] = []
+        self.made: list[Made] = []  # every commit and edit the session made, to be kept
 
     def run(self, *args: str) -> Any:
         result = self.vwt(*args, cwd=self.repo.path, env_extra=self.env)
@@ -120,14 +125,20 @@ class Session:
         if action == "abort":
             self.run("sync", name, "--abort")
         elif action == "edit":
-            (path / f"wip-{variant}.txt").write_text("wip\n")
-            self.log.append(f"{name}: untracked file")
+            n = len(self.made)
+            rel, text = f"wip-{variant}-{n}.txt", f"wip {n}\n"
+            (path / rel).write_text(text)
+            self.made.append(Made("edit", name, rel, text))
+            self.log.append(f"{name}: untracked file {rel}")
         elif action in ("commit", "conflicting_commit"):
+            n = len(self.made)
             rel = "shared.txt" if action == "conflicting_commit" else f"{name}-{variant}.txt"
-            (path / rel).write_text(f"{name} {variant}\n")
+            text = f"{name} {variant} ({n})\n"  # never the same twice: a commit is never empty
+            (path / rel).write_text(text)
             if (path / ".git").exists() and not _rebasing(path):
                 self.git("add", "-A", cwd=path)
-                self.git("commit", "-q", "-m", f"{name} {variant}", cwd=path)
+                self.git("commit", "-q", "-m", f"{name} {variant} ({n})", cwd=path)
+                self.made.append(Made("commit", name, rel, text))
 
     def finish(self) -> None:
         """Background hooks finish; a sync left stopped is resolved one way or the other
@@ -148,10 +159,54 @@ class Session:
         locks = (self.home / "worktrees" / ".pool").glob("*/.fill*")
         return any(is_locked(lock) for lock in locks)
 
+    def lost(self) -> list[str]:
+        """What the session made that is gone: a commit's or an edit's content is in no
+        commit reachable from a branch or from a snapshot ref `restore` brings back (one
+        with a recovery record), and an edit is not in its checkout either."""
+        kept = self.reachable_blobs()
+        lost = []
+        for made in self.made:
+            if made.blob in kept:
+                continue
+            path = self.checkout(made.name) if made.kind == "edit" else None
+            if path is not None and _read(path / made.rel) == made.text:
+                continue
+            lost.append(f"{made.name}: {made.kind} of {made.rel} ({made.text.strip()})")
+        return lost
+
+    def reachable_blobs(self) -> set[str]:
+        refs = self.repo.git("for-each-ref", "--format=%(refname)", "refs/heads/",
+                             "refs/tags/", "refs/remotes/").split()
+        refs += [f"refs/vibe/reaped/{name}" for name in NAMES if self.row(name, "snapshot")
+                 and self.repo.ref_exists(f"refs/vibe/reaped/{name}")]
+        listed = self.repo.git("rev-list", "--objects", *refs)
+        return {line.split(" ", 1)[0] for line in listed.splitlines()}
+
     def doctor(self) -> dict[str, Any]:
         result = self.run("doctor", "--json")
         data: dict[str, Any] = json.loads(result.out)
         return data
+
+
+class Made(NamedTuple):
+    """A commit or an edit of a session: one file with content no other step writes."""
+
+    kind: str  # "commit" or "edit" (an untracked file)
+    name: str
+    rel: str
+    text: str
+
+    @property
+    def blob(self) -> str:
+        data = self.text.encode()
+        return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
 
 
 def _rebasing(path: Path) -> bool:
@@ -167,6 +222,8 @@ def check_sequence(make_repo: Any, vwt: Any, counter: Any, hook: bool,
     session.finish()
     report = session.doctor()
     assert report["healthy"], "\n".join([*session.log, json.dumps(report["problems"], indent=1)])
+    lost = session.lost()
+    assert not lost, "\n".join([*session.log, "lost:", *lost])
 
 
 SETTINGS = dict(deadline=None, derandomize=True, database=None,
@@ -181,6 +238,10 @@ MERGE_THEN_RM = (False, 0, [("new", "alpha", 0), ("commit", "alpha", 1), ("merge
 PRUNE_THEN_RM = (False, 0, [("new", "alpha", 0), ("prune", "alpha", 0), ("rm", "alpha", 0)])
 UNLANDED_RM = (False, 0, [("new", "alpha", 0), ("commit", "alpha", 1), ("prune", "alpha", 0),
                           ("rm", "alpha", 0)])
+# rm -y of a worktree with a commit of its own, restore, then a plain rm: the restored commit
+# is still work, so the rm asks (exit 3) instead of deleting branch and snapshot.
+RESTORED_COMMIT_RM = (False, 0, [("new", "alpha", 0), ("commit", "alpha", 1), ("rm", "alpha", 1),
+                                 ("restore", "alpha", 0), ("rm", "alpha", 0)])
 POOL_TAKEN = (True, 1, [("pool", "alpha", 0), ("new", "alpha", 0), ("commit", "alpha", 1),
                         ("merge", "alpha", 0), ("pool", "alpha", 1), ("new", "beta", 0),
                         ("rm", "alpha", 0)])
@@ -192,6 +253,7 @@ POOL_TAKEN = (True, 1, [("pool", "alpha", 0), ("new", "alpha", 0), ("commit", "a
 @example(PRUNE_THEN_RM)
 @example(UNLANDED_RM)
 @example(POOL_TAKEN)
+@example(RESTORED_COMMIT_RM)
 def test_ordinary_commands_leave_doctor_healthy(make_repo, vwt, sequence) -> None:  # type: ignore[no-untyped-def]
     hook, pool, steps_ = sequence
     check_sequence(make_repo, vwt, _counter(vwt), hook, steps_, pool)
@@ -252,4 +314,16 @@ def test_a_new_from_the_pool_and_its_refill_leave_doctor_healthy(make_repo, vwt)
     assert created["pooled"] is True
     session.finish()
     assert json.loads(session.run("pool", "--json").out)["pools"][0]["ready"] == 1  # refilled
+    assert session.doctor()["healthy"], session.log
+
+
+def test_a_restored_commit_is_asked_about_again_and_kept(make_repo, vwt) -> None:  # type: ignore[no-untyped-def]
+    """The sequence a new user ran: rm -y, restore, plain rm. The rm is refused (exit 3), and
+    the commit is still on its branch."""
+    session = Session(make_repo, vwt, "restored", hook=False)
+    for step in RESTORED_COMMIT_RM[2]:
+        session.step(*step)
+    assert session.log[-1] == "vwt rm alpha -> 3"
+    assert session.checkout("alpha") is not None
+    assert not session.lost(), session.log
     assert session.doctor()["healthy"], session.log

@@ -29,7 +29,7 @@ from ..core.names import (
     validate_branch,
     validate_name,
 )
-from ..core.records import CorruptRecord, Record, read_record, utc_now, write_record
+from ..core.records import CorruptRecord, Record, Recovery, read_record, utc_now, write_record
 from ..core.ref_locks import release_dead_ref_locks
 from .unfinished import (
     half_made,
@@ -602,7 +602,7 @@ def restore(repo: Repo, name: str, out: Output) -> Created:
         user_git.run("reset", "--quiet", "--no-refresh")
         checkpoint("restore.populated")
         _copy_included(repo, claim, out)
-        final = record.with_base(parent)
+        final = record.with_base(_base_before_removal(git, entry.recovery, parent))
         write_record(claim.record_path, final)
         checkpoint("restore.recorded")
         os.unlink(claim.recovery_path)
@@ -619,6 +619,19 @@ def _snapshot_and_parent(git: g.Git, ref: str) -> tuple[str, str]:
     if parent is None:
         raise GitFailed(f"{ref} has no parent commit to restore onto")
     return snapshot, parent
+
+
+def _base_before_removal(git: g.Git, recovery: Recovery, parent: str) -> str:
+    """The base the worktree had before its removal (SPEC §16): its own commits stay
+    `ahead`, so `rm` asks again before they go. A recovery record without one (or naming a
+    commit the repository no longer has) gets the merge base with the target branch, as an
+    adopted worktree does, never the snapshot's parent, which would call them no work."""
+    base = recovery.base_commit
+    if base is not None and g.commit_of(git, base) == base:
+        return base
+    from .adoption import base_commit
+
+    return base_commit(git, parent)
 
 
 def _reserve_restore(repo: Repo, claim: Claim, entry: Entry, parent: str

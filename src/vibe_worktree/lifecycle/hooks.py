@@ -564,10 +564,11 @@ def check_user_file(home: str) -> None:
 def after_create(runner: Runner, claim: Claim, ctx: Context, sparse: bool = False,
                  reuse: Reuse | None = None) -> list[HookResult]:
     """post_create: the user's hooks, then those of the new checkout's own
-    `.vibe/worktree.toml` (a sparse one's: of its start point). Never fails the creation:
-    a broken file is a warning."""
+    `.vibe/worktree.toml` (a sparse one's: of its HEAD, the start point of a new one; a
+    restored one's base is older than that). Never fails the creation: a broken file is a
+    warning."""
     try:
-        found = load_all(runner.home, ctx.path, ctx.base_commit if sparse else None)
+        found = load_all(runner.home, ctx.path, "HEAD" if sparse else None)
     except HooksFileError as exc:
         runner.warn(f"{exc.message.removesuffix('; fix it or pass --no-hooks')}; "
                     "no hook of that file ran")

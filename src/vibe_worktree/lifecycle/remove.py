@@ -397,7 +397,9 @@ def _earlier_snapshots(unsaved: Sequence[Doomed]) -> list[tuple[g.Git, str, str]
         commit = g.commit_of(item.target.repo_git, claim.snapshot_ref)
         if commit is None:
             continue
-        if snapshot_landed(item.target.repo_git, commit, item.target.record.base_commit):
+        leaving = f"refs/heads/{item.target.record.branch}" if item.delete_branch else ""
+        if snapshot_landed(item.target.repo_git, commit, item.target.record.base_commit,
+                           leaving):
             doomed.append((item.target.repo_git, claim.snapshot_ref, commit))
         else:
             write_recovery(claim.recovery_path, recovery_for(item.target, claim.snapshot_ref))
@@ -407,14 +409,19 @@ def _earlier_snapshots(unsaved: Sequence[Doomed]) -> list[tuple[g.Git, str, str]
 BASE_ONLY = "base_only"  # the snapshot is its base commit's tree on that commit
 
 
-def snapshot_landed(repo_git: g.Git, commit: str, base_commit: str | None) -> str | None:
-    """Why deleting snapshot `commit` loses nothing, or None when it may hold work: it is
-    exactly its base (no commit or change of its own), or the target branch already has
-    all of it, uncommitted files included (any §8 integration reason of the snapshot
-    commit itself, whose tree is the worktree's full state)."""
+def snapshot_landed(repo_git: g.Git, commit: str, base_commit: str | None,
+                    leaving: str = "") -> str | None:
+    """Why deleting snapshot `commit` loses nothing, or None when it may hold work (SPEC
+    §16: its content is on a branch): it is exactly its base (no commit or change of its
+    own) and a branch, tag or remote-tracking branch other than `leaving` (the branch the
+    removal deletes) has that base, or the target branch already has all of it,
+    uncommitted files included (any §8 integration reason of the snapshot commit itself,
+    whose tree is the worktree's full state). A base only the snapshot still holds (a
+    record an older vwt wrote at restore named the snapshot's parent as the base) is work."""
     if base_commit and g.commit_of(repo_git, f"{commit}^1") == base_commit:
         trees = g.trees_of(repo_git, [commit, base_commit])
-        if trees[0] is not None and trees[0] == trees[1]:
+        if (trees[0] is not None and trees[0] == trees[1]
+                and g.contained_elsewhere(repo_git, base_commit, leaving)):
             return BASE_ONLY
     from ..core.integration import integrated
 
