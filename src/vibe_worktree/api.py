@@ -736,7 +736,7 @@ class Worktrees:
             raise VwtError(f"{name} is {entry.state}; there is no checkout to snapshot")
         from .lifecycle import remove as _remove
 
-        return _remove.snapshot(_remove.target_for(entry))
+        return _remove.snapshot_held(entry)
 
     # -- land ------------------------------------------------------------------------------
     def merge(self, name: str, *, into: str | None = None, mode: str = "squash",

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from conftest import assert_error
+from vibe_worktree.core.locks import someone_waiting
 
 from .others_worktrees import (
     busy_worktree,
@@ -336,6 +339,36 @@ def test_parallel_adoptions_of_one_worktree_move_it_once(repo, vwt):
     assert [r["name"] for r in vwt.list()] == ["feat"]
     assert sorted(p.name for p in repo.claim("feat").parent.iterdir()) == ["feat"], \
         "no reservation left behind"
+    assert fingerprint(repo, repo.checkout("feat")) == before
+    assert "locked" not in worktree_list(repo)
+
+
+def test_an_adoption_reserving_after_another_never_takes_the_worktree_under_its_name(
+        repo, vwt, sandbox):
+    """The race behind a flaky run of the test above (adopted as `feat-2`): the first
+    adopter has reserved `feat` and stops there; a second one then comes in. It must not
+    reserve `feat-2` and move the worktree there: the first locks the worktree under the
+    same `.prune` lock it reserved under, so the second waits for that lock, then finds the
+    worktree locked (or moved) and refuses, reserving nothing."""
+    source = claude_code_worktree(repo, "feat")
+    busy_worktree(repo, source)
+    before = fingerprint(repo, source)
+    first = vwt.spawn("adopt", str(source), "--json",
+                      env_extra={"VWT_PAUSE_AT": "adopt.reserved"})
+    _pid, status = os.waitpid(first.pid, os.WUNTRACED)  # stopped right after reserving
+    assert os.WIFSTOPPED(status), "the first adopter never reached its reservation"
+    second = vwt.spawn("adopt", str(source), "--json")
+    prune_lock = sandbox.vibe_home / "worktrees" / ".claims" / ".prune"
+    while second.poll() is None and not someone_waiting(str(prune_lock)):
+        time.sleep(0.01)  # until it has finished, or waits for the first's lock
+    os.kill(first.pid, signal.SIGCONT)
+    outputs = [(proc.wait(timeout=60), *proc.communicate()) for proc in (first, second)]
+    docs = [json.loads(out) for _code, out, _err in outputs]
+    assert [a["name"] for doc in docs for a in doc["adopted"]] == ["feat"], outputs
+    assert {r["reason"] for doc in docs for r in doc["refused"]} <= {"locked", "not_found",
+                                                                       "in_use"}, outputs
+    assert [r["name"] for r in vwt.list()] == ["feat"]
+    assert sorted(p.name for p in repo.claim("feat").parent.iterdir()) == ["feat"]
     assert fingerprint(repo, repo.checkout("feat")) == before
     assert "locked" not in worktree_list(repo)
 

@@ -81,7 +81,6 @@ def test_new_crash_then_retry_succeeds(repo: GitRepo, step: str) -> None:
 def test_new_crash_then_prune_repairs(repo: GitRepo, step: str) -> None:
     repo.snapshot_branches()
     repo.vwt("new", "feat", "--json", crash_at=step)
-    repo.age_records(30)
     repo.ok("prune", "--json")
     check_state(repo)
     assert repo.ok("new", "feat", "--json").json()["branch"] == "feat"
@@ -94,7 +93,6 @@ def test_auto_named_new_crash_then_prune_repairs(repo: GitRepo, step: str) -> No
     repo.vwt("new", "-p", "Fix the login bug", "--json", crash_at=step)
     again = repo.ok("new", "-p", "Fix the login bug", "--json").json()
     assert again["branch"].startswith("vibe/fix-the-login-bug")
-    repo.age_records(30)
     repo.ok("prune", "--json")
     check_state(repo)
 
@@ -188,7 +186,6 @@ def test_restore_crash_then_prune_and_retry(repo: GitRepo, step: str) -> None:
     make_dirty(checkout, repo)
     repo.ok("rm", "feat", "-y")
     repo.vwt("restore", "feat", "--json", crash_at=step)
-    repo.age_records(30)
     repo.ok("prune", "--json")
     assert_work_safe(repo, "feat", DIRTY)
     repo.ok("prune", "--json")
@@ -225,7 +222,6 @@ def test_interrupted_command_leaves_no_stale_recovery(repo: GitRepo, crash: tupl
     else:
         repo.vwt("rm", "feat", "-y", crash_at=step)
     repo.vwt("restore", "feat")  # a retry of restore, harmless otherwise
-    repo.age_records(30)
     repo.ok("prune")
     assert files_present(checkout, DIRTY)
     repo.git("reset", "-q", "--hard", cwd=checkout)  # the user throws the changes away
@@ -270,7 +266,6 @@ def test_new_of_a_pre_existing_branch_crash_never_makes_it_deletable(
         data = repo.ok("new", "feat", "--json").json()
         assert data["branch_created"] is False, data
     else:
-        repo.age_records(30)
         repo.ok("prune", "--json")
     repo.vwt("rm", "feat", "-y", "--json")
     repo.ok("prune", "--keep", "0", "--json")

@@ -165,7 +165,6 @@ def test_new_killed_while_git_held_the_new_branchs_lock_is_made_again(
     lock = repo.common_dir / "refs" / "heads" / "feat.lock"
     assert lock.read_text().strip() in ("", repo.git("rev-parse", "HEAD"))  # git's, so far
     if repair == "prune":
-        repo.age_records(30)
         repo.ok("prune")
         assert not lock.exists()
         doctor_healthy(repo)
@@ -180,7 +179,6 @@ def test_prune_keeps_a_branch_lock_older_than_the_creation(repo: GitRepo) -> Non
     repo.vwt("new", "feat", crash_at="new.reserved")
     lock = repo.common_dir / "refs" / "heads" / "feat.lock"
     lock.write_text(repo.git("rev-parse", "HEAD") + "\n")
-    repo.age_records(30)
     hour_ago = time.time() - 3600
     os.utime(lock, (hour_ago, hour_ago))
     repo.ok("prune")
@@ -190,7 +188,6 @@ def test_prune_keeps_a_branch_lock_older_than_the_creation(repo: GitRepo) -> Non
 def test_prune_discards_a_creation_killed_inside_git_checkout(repo: GitRepo) -> None:
     repo.snapshot_branches()
     kill_inside_checkout(repo, "new", "-p", "fix the login")
-    repo.age_records(30)
     doctor = repo.vwt("doctor", "--json")
     assert doctor.returncode == 1
     kinds = {p["kind"] for p in doctor.json()["problems"]}
@@ -272,7 +269,6 @@ def test_restore_killed_inside_git_is_finished_by_a_retry(repo: GitRepo) -> None
 
 def test_restore_killed_inside_git_is_repaired_by_prune(repo: GitRepo) -> None:
     checkout = kill_restore_inside_checkout(repo)
-    repo.age_records(30)
     repo.ok("prune", "--json")
     doctor_healthy(repo)
     if not work_in(checkout):  # put back to a restorable snapshot: restore brings it all
@@ -312,7 +308,6 @@ def test_a_branch_lock_a_killed_restore_left_is_removed(repo: GitRepo, repair: s
     lock = repo.common_dir / "refs" / "heads" / "feat.lock"
     assert lock.is_file(), "git was not inside its ref update"
     if repair == "prune":
-        repo.age_records(30)
         repo.ok("prune")
         assert not lock.exists()
     retry = repo.vwt("restore", "feat", "--json")
@@ -331,7 +326,6 @@ def test_a_branch_lock_holding_something_else_is_never_removed(repo: GitRepo) ->
     retry = repo.vwt("restore", "feat", "--json")
     assert retry.returncode == 1 and "feat.lock" in retry.stderr, str(retry)
     assert lock.read_text() == f"{other}\n"
-    repo.age_records(30)
     repo.ok("prune")
     assert lock.read_text() == f"{other}\n"
 
@@ -393,7 +387,6 @@ def test_sync_killed_while_writing_the_worktrees_files_is_finished(
         repo: GitRepo, repair: str) -> None:
     checkout = kill_sync_inside_checkout(repo)
     if repair == "prune":
-        repo.age_records(30)
         repo.ok("prune")
         doctor_healthy(repo)
     again = repo.vwt("sync", "feat", "--json")
@@ -505,7 +498,6 @@ def test_a_creation_killed_before_git_wrote_its_admin_folder_is_made_again(
         assert isinstance(again, dict) and again["created"] is True
         tracked_files_present(repo, Path(again["path"]))
     else:
-        repo.age_records(30)
         repo.ok("prune")
         check_state(repo)
     doctor_healthy(repo)
@@ -527,7 +519,6 @@ def test_half_copied_included_folder_is_finished_by_prune(repo: GitRepo) -> None
         os.utime(checkout / rel, ns=(source.st_atime_ns, source.st_mtime_ns))
     cut = checkout / next(iter(some))
     cut.write_text("mod")  # ...and the file it was writing when killed
-    repo.age_records(30)
     repo.ok("prune")
     assert _has(checkout, INCLUDED), "the included folder is not whole"
     assert repo.record("feat")["base_commit"] is not None
@@ -595,7 +586,6 @@ def test_a_pooled_take_killed_before_its_branch_was_made_is_made_again(
         (admin / "gitdir").write_text(f"{entry}/.git\n")
         (admin / "locked").write_text("vibe-worktree pool entry")
     if repair == "prune":
-        repo.age_records(30)
         repo.ok("prune")
         doctor_healthy(repo)
         assert not admin.exists() and not (checkout / ".git").exists()
@@ -627,8 +617,9 @@ def test_prune_removes_the_empty_folder_of_a_restore_killed_before_its_record(
 # Each scenario builds a fresh repository with the user's work in it, runs one command in a
 # process group of its own and SIGKILLs the group at a moment drawn (seeded) from 0 to the
 # command's measured duration, so kills land in vwt's Python and inside its git commands.
-# Then: records aged past the grace period, `vwt prune` repairs, `vwt doctor` is healthy,
-# nothing the user wrote is lost, and the command run again succeeds (or says it is done).
+# Then, at once (no record aged): `vwt prune` repairs, leaving no reservation and no lock in
+# git's folder, `vwt doctor` is healthy, nothing the user wrote is lost, and the command run
+# again succeeds (or says it is done).
 # Every run draws a fresh seed, printed with the moments and named in every failure:
 # VWT_KILL_SEED=N replays that draw (the moments scale with the measured duration).
 _SEED_ASKED = os.environ.get("VWT_KILL_SEED", "random")
@@ -972,11 +963,24 @@ def kill_at(repo: GitRepo, scenario: Scenario, moment: float) -> bool:
     return not finished
 
 
+def git_locks(repo: GitRepo) -> list[str]:
+    """Every `*.lock` file git could trip over in the repository's git folder (its refs,
+    each worktree's admin folder, the index)."""
+    return sorted(str(p.relative_to(repo.common_dir)) for p in repo.common_dir.rglob("*.lock"))
+
+
+def reservations(repo: GitRepo) -> list[str]:
+    return sorted(path.parent.name for path in (repo.sb.claims / repo.bucket).glob("*/record.json")
+                  if json.loads(path.read_text())["base_commit"] is None)
+
+
 def check_after_kill(repo: GitRepo, scenario: Scenario, label: str) -> None:
+    """The very next prune repairs, with no waiting: every record is aged by nothing."""
     scenario.settle(repo)
-    repo.age_records(30)  # past the grace period every abandoned reservation has
     pruned = repo.vwt("prune", "--json")
     assert pruned.returncode == 0, f"{label}: prune failed\n{pruned}"
+    assert reservations(repo) == [], f"{label}: a reservation outlived prune\n{pruned}"
+    assert git_locks(repo) == [], f"{label}: git's locks outlived prune\n{pruned}"
     doctor = repo.vwt("doctor", "--json")
     assert doctor.returncode == 0, f"{label}: doctor after prune\n{doctor}\n{pruned}"
     lost = scenario.lost(repo)

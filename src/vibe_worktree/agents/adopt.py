@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import NotARepository, VwtError
+from ..core.faults import checkpoint
 from ..core.layout import Claim, Root, is_empty_dir
 from ..core.locks import STARTING, Holder, acquire_holder, prune_lock
 from ..core.names import candidate_names, path_segment_problem, random_slug, slugify
@@ -24,6 +25,7 @@ from ..lifecycle.adoption import (
     finish_interrupted,
     linked_checkout,
     lock_reason,
+    lock_source,
     made_by_of,
     move_in,
     source_of,
@@ -104,6 +106,12 @@ def _adopt_one(root: Root, path: str) -> Adopted:
                 raise Refused(OTHER_FILESYSTEM, f"{path} is on another filesystem than "
                               f"{root.path}; a move would have to copy it")
             claim, record, starting = _reserve_name(repo, os.path.basename(path), source, tool)
+            try:
+                checkpoint("adopt.reserved")
+                lock_source(claim, source)
+            except BaseException:
+                _unreserve(claim, starting)
+                raise
     except (VwtError, OSError):
         if os.path.lexists(path):
             raise

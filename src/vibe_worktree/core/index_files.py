@@ -14,6 +14,10 @@ pid) and removed by the next `vwt merge`, `vwt sync` or `vwt prune`; a lock any 
 git holds is never touched. `vwt sync` moves the worktree's own checkout the same way.
 The copy keeps the index's mtime (racy git: a same-size rewrite in the same second would
 otherwise look clean).
+
+A snapshot stages into a throw-away index of its own, `vwt-snapshot-<pid>-<hex>.index`
+beside the real one; a vwt killed meanwhile leaves it (and git's lock on it), which the
+next prune removes once that pid is dead.
 """
 
 from __future__ import annotations
@@ -27,6 +31,12 @@ from .files import copy_index, pid_alive
 from .layout import unlink_if_exists
 
 _OURS = re.compile(r"index\.vwt-(\d+)-[0-9a-f]{12}(\.anchor|\.lock)?")
+_SNAPSHOT_INDEX = re.compile(r"vwt-snapshot-(\d+)-[0-9a-f]{12}\.index(\.lock)?")
+
+
+def snapshot_index(folder: str) -> str:
+    """A fresh name in `folder` for a snapshot's throw-away index, named for this process."""
+    return os.path.join(folder, f"vwt-snapshot-{os.getpid()}-{os.urandom(6).hex()}.index")
 
 
 class IndexBusy(Exception):
@@ -79,8 +89,8 @@ def _same_file(a: str, b: str) -> bool:
 
 def release_dead_locks(git_dir: str) -> list[str]:
     """Remove what killed vwt processes left in `git_dir`: their private copies, anchors,
-    and an `index.lock` that is one of their anchors. Returns the notes of the locks that
-    went: work those processes left half done."""
+    an `index.lock` that is one of their anchors, and their snapshots' staging indexes.
+    Returns the notes of the locks that went: work those processes left half done."""
     try:
         names = os.listdir(git_dir)
     except OSError:
@@ -88,6 +98,9 @@ def release_dead_locks(git_dir: str) -> list[str]:
     notes = []
     lock = os.path.join(git_dir, "index.lock")
     for name in sorted(names):
+        if (dropped := _SNAPSHOT_INDEX.fullmatch(name)) and not pid_alive(int(dropped[1])):
+            unlink_if_exists(os.path.join(git_dir, name))  # a killed snapshot's staging
+            continue
         found = _OURS.fullmatch(name)
         if found is None or pid_alive(int(found.group(1))):
             continue

@@ -12,6 +12,7 @@ import fcntl
 import os
 import stat
 import time
+from collections.abc import Collection
 from contextlib import suppress
 
 from .errors import HeldError, VwtError, disk_is_full
@@ -245,19 +246,31 @@ def live_holders(claim: Claim) -> list[str]:
     ]
 
 
-def remove_stale_holders(claim: Claim) -> int:
-    """Delete unlocked holder files (under the registry lock); return how many."""
+def stale_holders(claim: Claim) -> list[str]:
+    """Ids of the holder files no process holds: each one's holder died without letting go
+    (call under the registry lock). A planted `holders` folder has none we trust."""
     if _holders_planted(claim):
-        return 0
-    removed = 0
+        return []
+    stale = []
     for holder in holder_ids(claim):
         path = os.path.join(claim.holders_dir, holder)
         if os.path.isfile(path) and not os.path.islink(path) and not holder_is_live(path):
-            try:
-                os.unlink(path)
-                removed += 1
-            except FileNotFoundError:
-                pass
+            stale.append(holder)
+    return stale
+
+
+def remove_stale_holders(claim: Claim, spare: Collection[str] = ()) -> list[str]:
+    """Delete unlocked holder files but those in `spare` (under the registry lock); return
+    their ids."""
+    removed = []
+    for holder in stale_holders(claim):
+        if holder in spare:
+            continue
+        try:
+            os.unlink(os.path.join(claim.holders_dir, holder))
+            removed.append(holder)
+        except FileNotFoundError:
+            pass
     return removed
 
 

@@ -5,7 +5,8 @@ worktree's HEAD, that worktree's `HEAD.lock`; `reset` also `ORIG_HEAD.lock`), wr
 new value into it and renames it over the ref. A git killed in between leaves the lock,
 and every later update of that branch fails naming it. vwt removes such a lock only when
 the vwt process that ran that git is known to be dead (its reservation's `.starting` hold
-is gone, or the anchor of its checkout move names a dead pid) and the lock holds nothing
+is gone, or the anchor of its checkout move names a dead pid; for a snapshot ref, no live
+holder of its worktree, every vwt writing it holding one) and the lock holds nothing
 or exactly a value that git was writing: a lock with anything else in it is someone
 else's, and stays.
 """
@@ -14,11 +15,16 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from collections.abc import Iterable
 
 from .layout import unlink_if_exists
 
 _MAX = 4096  # a ref lock holds one line: an object name or `ref: <name>`
+# A git updating a ref holds its lock for the moment between writing the new value and
+# renaming it into place (housekeeping runs no reference-transaction hook that could wait
+# in between): a snapshot ref's lock this old belongs to no git that is still running.
+SNAPSHOT_LOCK_AGE = 10.0
 
 
 def branch_lock(common_dir: str, branch: str) -> str | None:
@@ -88,6 +94,39 @@ def release_dead_creation_lock(common_dir: str, branch: str, tip: str | None,
     else:
         return None
     if not _holds_one_of(path, allowed):
+        return None
+    unlink_if_exists(path)
+    return path
+
+
+def snapshot_lock(common_dir: str, name: str) -> str:
+    """The lock git takes to write or delete `refs/vibe/reaped/<name>` (a valid name is
+    one path segment)."""
+    return os.path.join(common_dir, "refs", "vibe", "reaped", f"{name}.lock")
+
+
+def release_dead_snapshot_lock(common_dir: str, name: str, writer_died: bool) -> str | None:
+    """The lock of `refs/vibe/reaped/<name>` a killed snapshot left (`rm -y`, prune,
+    merge or `vwt snapshot` killed inside its `git update-ref`): every later snapshot of
+    that worktree fails on it. Call only when no live holder of the claim exists: every
+    vwt that writes that ref holds the claim meanwhile, so none is writing it now. Removed
+    when it holds nothing or an object name (all `update-ref` writes there) and either
+    `writer_died` (the claim has a holder file whose process died holding it) or it is
+    older than SNAPSHOT_LOCK_AGE (no git of anyone's is still between its two steps).
+    Returns the path removed, or None."""
+    path = snapshot_lock(common_dir, name)
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    if not writer_died and time.time() - info.st_mtime < SNAPSHOT_LOCK_AGE:
+        return None
+    content = _content(path)
+    if content and not _is_object_name(content):
+        return None
+    if not _holds_one_of(path, {"", content}):
         return None
     unlink_if_exists(path)
     return path

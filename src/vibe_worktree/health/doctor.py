@@ -226,11 +226,23 @@ def _entry_problems(entry: Entry, moved: dict[tuple[str, str], str]) -> list[Pro
             age = time.time() - record.claimed_epoch()
         except ValueError:
             age = RESERVATION_GRACE
+        if _creator_died(claim):  # not busy: its `.starting` file is there, unlocked
+            return [Problem(ABANDONED_RESERVATION, claim.bucket, claim.name, claim.checkout,
+                            "a creation whose process died (its .starting holder is not "
+                            "locked)", "vwt prune")]
         if age >= RESERVATION_GRACE:
             return [Problem(ABANDONED_RESERVATION, claim.bucket, claim.name, claim.checkout,
                             f"a creation that stopped {int(age // 60)} minutes ago",
                             "vwt prune")]
     return []
+
+
+def _creator_died(claim: Claim) -> bool:
+    """The reservation's `.starting` holder file is there and no process holds it: its
+    creator died (prune repairs that at once, without the grace period)."""
+    path = f"{claim.holders_dir}/{STARTING}"
+    with registry_lock(claim.root, create=False):  # a holder being taken is not yet locked
+        return os.path.isfile(path) and not os.path.islink(path) and not holder_is_live(path)
 
 
 def _unfinished(claim: Claim) -> str | None:

@@ -3,7 +3,10 @@ kill at any moment leaves for `vwt prune` to finish or undo, losing nothing.
 
 1. reserve the name: its empty checkout folder, a reserved record (no base commit yet)
    naming where the worktree comes from, a `.starting` hold (as `new` reserves one);
-2. lock git's entry of the worktree (`git worktree lock`, with our own reason);
+2. lock git's entry of the worktree (`git worktree lock`, with our own reason), under the
+   same `.prune` lock as step 1: of parallel adoptions of one worktree, the one that
+   reserves first is the one that locks it, so it moves under its first free name and the
+   others find it locked without reserving any;
 3. rename the folder onto the reserved one: one rename(2), as `git worktree move` does;
 4. `git worktree repair` points git's entry at the new place;
 5. unlock, then 6. write the record's base commit: from then on it is managed.
@@ -126,12 +129,19 @@ def base_commit(git: g.Git, head: str) -> str:
     return g.merge_base(git, head, target.commit) or head
 
 
-def move_in(claim: Claim, record: Record, source: Checkout) -> Record:
-    """Steps 2 to 6 for a reserved claim (the caller holds `.starting`); returns the final
-    record. Refused (nothing changed) when the worktree got locked or cannot be renamed."""
+def lock_source(claim: Claim, source: Checkout) -> None:
+    """Step 2 for a reserved claim, under the `.prune` lock it was reserved under. Refused
+    (nothing changed) when the worktree is locked already: by another adoption of it that
+    reserved its name first, or by someone else."""
     if not _lock(source.admin_dir, claim.checkout):
         raise Refused("locked", f"{source.path} is locked (git worktree lock); unlock it first")
     checkpoint("adopt.locked")
+
+
+def move_in(claim: Claim, record: Record, source: Checkout) -> Record:
+    """Steps 3 to 6 for a reserved claim whose source is locked (`lock_source`; the caller
+    holds `.starting`); returns the final record. Refused (nothing changed, the source
+    unlocked) when it cannot be renamed."""
     try:
         os.rename(source.path, claim.checkout)  # onto the reserved empty folder, atomically
     except OSError as exc:

@@ -19,17 +19,18 @@ from ..core.errors import DiskFull, HeldError, InvalidName, VwtError
 from ..core.faults import checkpoint
 from ..core.git import commit_of, head_commit, map_parallel, update_refs
 from ..core.layout import Claim, Root, is_empty_dir, rmdir_if_empty, unlink_if_exists
-from ..core.locks import (
-    STARTING,
-    Holder,
-    holder_ids,
-    live_holders,
-    prune_lock,
-    registry_lock,
-    remove_stale_holders,
-)
+from ..core.locks import STARTING, Holder, prune_lock
 from ..core.records import CorruptRecord, read_limited, write_record
 from . import adoption
+from .leftovers import (
+    Stale,
+    creator_dead,
+    release_dead_creators_branch_lock,
+    release_dead_repo_locks,
+    release_dead_restorers_branch_lock,
+    sweep_stale_holders,
+)
+from .leftovers import live as _live
 from .remove import (
     Doomed,
     SnapshotFailed,
@@ -247,16 +248,18 @@ def _prune_pools(root: Root, dry_run: bool, result: PruneResult, warn: Warn) -> 
 
 def _tidy(root: Root, dry_run: bool, result: PruneResult, warn: Warn) -> list[Entry]:
     """Stale holders, reservations and `.trash`; returns the entries as they are after."""
-    result.stale_holders_removed = _sweep_stale_holders(root, dry_run)
     found = entries(root, root.buckets())
+    reserved = {(e.claim.bucket, e.name) for e in found if e.state == RESERVED}
+    stale = sweep_stale_holders(root, dry_run, reserved)
+    result.stale_holders_removed = sum(len(ids) for ids in stale.values())
     for entry in found:
         if entry.state == BROKEN:
             warn(f"{entry.claim.folder}: {entry.problem}; left alone")
-    _settle_reservations(found, dry_run, result, warn)
+    _settle_reservations(found, dry_run, result, warn, stale)
     if dry_run:
         result.trash_deleted = len(trash_leftovers(root))
     else:
-        _release_dead_index_locks(found, warn)
+        release_dead_repo_locks(found, stale, warn)
         _drop_empty_unclaimed_folders(root, found)
         found = entries(root, root.buckets())  # settling changed some of them
     return found
@@ -298,25 +301,6 @@ def _drop_half_written_records(claim: Claim) -> None:
             unlink_if_exists(os.path.join(claim.folder, name))
 
 
-def _release_dead_index_locks(found: list[Entry], warn: Warn) -> None:
-    """The `index.lock` a killed `vwt merge` left in a checkout it was moving (recognised
-    exactly: see `core.index_files`), in every repository some record names; the move it
-    interrupted is finished."""
-    from ..core.git import discover, discover_without_git
-    from ..core.index_files import repair_repo
-
-    roots = {entry.record.repo_root for entry in found if entry.record is not None}
-    for repo_root in sorted(roots):
-        if not os.path.isdir(repo_root):
-            continue
-        try:
-            info = discover_without_git(repo_root) or discover(repo_root)
-        except VwtError:
-            continue
-        for line in repair_repo(info.common_dir):
-            warn(line)
-
-
 def _empty_trash(root: Root, result: PruneResult, warn: Warn) -> None:
     """What interrupted removals left in `.trash`: outside the lock (nobody else will ever
     use those folders), so creators never wait for a big deletion."""
@@ -326,21 +310,12 @@ def _empty_trash(root: Root, result: PruneResult, warn: Warn) -> None:
     result.trash_deleted = deleted or 0
 
 
-def _sweep_stale_holders(root: Root, dry_run: bool) -> int:
-    count = 0
-    with registry_lock(root):
-        for bucket in root.buckets():
-            for claim in root.claims_in(bucket):
-                if dry_run:
-                    count += len(holder_ids(claim)) - len(live_holders(claim))
-                else:
-                    count += remove_stale_holders(claim)
-    return count
-
-
 def _settle_reservations(found: list[Entry], dry_run: bool, result: PruneResult,
-                         warn: Warn) -> None:
-    """Discard empty abandoned reservations; adopt checkouts a crashed creator finished."""
+                         warn: Warn, stale: Stale) -> None:
+    """Discard empty abandoned reservations; adopt checkouts a crashed creator finished.
+
+    What a creator left is settled at once when it is provably dead (`creator_dead`);
+    otherwise only once the reservation is RESERVATION_GRACE old."""
     now = time.time()
     for entry in found:
         claim = entry.claim
@@ -355,11 +330,13 @@ def _settle_reservations(found: list[Entry], dry_run: bool, result: PruneResult,
         # an adoption holds `.starting` from start to end: dead, it needs no grace period
         adopted = adoption.source_of(entry.record) is not None
         if entry.recovery is not None and not dry_run:
-            _release_dead_restorers_branch_lock(entry, warn)
+            release_dead_restorers_branch_lock(entry, warn)
         elif not adopted and not dry_run:
-            _release_dead_creators_branch_lock(entry, warn)
+            release_dead_creators_branch_lock(entry, warn)
+        waiting = (not creator_dead(entry, stale)
+                   and now - entry.record.claimed_epoch() < RESERVATION_GRACE)
         if is_empty_dir(claim.checkout):
-            if not adopted and now - entry.record.claimed_epoch() < RESERVATION_GRACE:
+            if not adopted and waiting:
                 continue
             if not dry_run:
                 if adopted:
@@ -374,49 +351,13 @@ def _settle_reservations(found: list[Entry], dry_run: bool, result: PruneResult,
         elif adopted and not dry_run:
             _finish_adoption(entry, warn)
         elif entry.recovery is not None:
-            if now - entry.record.claimed_epoch() >= RESERVATION_GRACE and not dry_run:
+            if not waiting and not dry_run:
                 _undo_interrupted_restore(entry, warn)
             else:
                 warn(f"{claim.name}: a restore was interrupted; finish it with: vwt restore "
                      f"{claim.name}")
         else:
-            _settle_interrupted_creation(entry, now, dry_run, result, warn)
-
-
-def _release_dead_restorers_branch_lock(entry: Entry, warn: Warn) -> None:
-    """A restore killed while its git moved the branch (`worktree add -b` making it at the
-    snapshot's parent, or the checkout's reset) left `refs/heads/<branch>.lock`; the
-    restorer is dead (no live `.starting`), so a lock holding nothing or that parent goes."""
-    from ..core.ref_locks import release_dead_ref_locks
-
-    assert entry.record is not None and entry.recovery is not None
-    try:
-        git = repo_git_for(entry.claim, entry.record, None)
-    except VwtError:
-        return
-    snapshot = commit_of(git, entry.recovery.snapshot_ref)
-    parent = commit_of(git, f"{snapshot}^1") if snapshot else None
-    for path in release_dead_ref_locks(git.cwd, None, entry.record.branch, (parent,)):
-        warn(f"{entry.name}: removed {path}, left by an interrupted restore")
-
-
-def _release_dead_creators_branch_lock(entry: Entry, warn: Warn) -> None:
-    """A creation killed while `git worktree add -b` held the lock of the branch it was
-    making (its creator is dead: no live `.starting`): see `release_dead_creation_lock`."""
-    from ..core.ref_locks import release_dead_creation_lock
-
-    assert entry.record is not None
-    if not entry.record.branch_created:
-        return
-    try:
-        git = repo_git_for(entry.claim, entry.record, None)
-        since = entry.record.claimed_epoch()
-    except (VwtError, ValueError):
-        return
-    path = release_dead_creation_lock(git.cwd, entry.record.branch,
-                                      g.branch_tip(git, entry.record.branch), since)
-    if path:
-        warn(f"{entry.name}: removed {path}, left by an interrupted creation")
+            _settle_interrupted_creation(entry, waiting, dry_run, result, warn)
 
 
 def _drop_branch_of_killed_add(entry: Entry) -> None:
@@ -431,11 +372,12 @@ def _drop_branch_of_killed_add(entry: Entry) -> None:
         pass
 
 
-def _settle_interrupted_creation(entry: Entry, now: float, dry_run: bool, result: PruneResult,
-                                 warn: Warn) -> None:
+def _settle_interrupted_creation(entry: Entry, waiting: bool, dry_run: bool,
+                                 result: PruneResult, warn: Warn) -> None:
     """A dead creator's checkout: adopted when git finished it (Vibe's creations have no
-    other step); else, once the grace period is over, removed with its reservation (it was
-    never handed out, and git never finished writing it: it holds nothing of the user's)."""
+    other step); else, unless still `waiting` for a creator not proven dead, removed with
+    its reservation (it was never handed out, and git never finished writing it: it holds
+    nothing of the user's)."""
     assert entry.record is not None
     claim = entry.claim
     try:
@@ -450,7 +392,7 @@ def _settle_interrupted_creation(entry: Entry, now: float, dry_run: bool, result
                              entry.record.with_base(head_commit(checkout.git)))
                 warn(f"{claim.name}: finished an interrupted creation")
             return
-        if now - entry.record.claimed_epoch() < RESERVATION_GRACE:
+        if waiting:
             return
         if not dry_run:
             tear_down(claim, checkout)
@@ -539,11 +481,6 @@ def _drop_stale_recovery(entry: Entry, warn: Warn) -> None:
         return
     unlink_if_exists(entry.claim.recovery_path)
     warn(f"{entry.name}: dropped a stale recovery record (its snapshot ref stays)")
-
-
-def _live(entry: Entry) -> list[str]:
-    with registry_lock(entry.claim.root):
-        return live_holders(entry.claim)
 
 
 RETENTION = "retention"

@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ..core import git as g
-from ..core.errors import HeldError, ValidationFailed, VwtError
+from ..core.errors import GitFailed, HeldError, ValidationFailed, VwtError
 from ..core.faults import checkpoint
 from ..core.files import copy_index
 from ..core.layout import Claim, Root, ensure_dir, rmdir_if_empty, unlink_if_exists
-from ..core.locks import REMOVING, Holder, acquire_holder, prune_lock
+from ..core.locks import REMOVING, Holder, acquire_holder, new_holder_id, prune_lock
 from ..core.records import Record, Recovery, utc_now, write_recovery
 from .worktrees import (
     MISSING,
@@ -180,7 +180,9 @@ def _stage_tree(target: Target) -> str:
 def stage_work(git: g.Git, admin_dir: str, folder: str) -> str:
     """The tree of everything in the checkout (untracked in, ignored out), staged into a
     copy of its index made in `folder`; the checkout's own index is never written."""
-    index = os.path.join(folder, f"vwt-snapshot-{os.urandom(6).hex()}.index")
+    from ..core.index_files import snapshot_index
+
+    index = snapshot_index(folder)
     try:
         copy_index(os.path.join(admin_dir, "index"), index)  # none yet: stage from scratch
         return g.snapshot_tree(git, index)
@@ -205,8 +207,30 @@ def snapshot_commit(target: Target, inspection: Inspection) -> str:
 def snapshot(target: Target, inspection: Inspection | None = None) -> Snapshot:
     inspection = inspection or inspect(target)
     commit = snapshot_commit(target, inspection)
-    g.set_ref(target.repo_git, target.claim.snapshot_ref, commit)
+    try:
+        g.set_ref(target.repo_git, target.claim.snapshot_ref, commit)
+    except GitFailed as exc:
+        from ..core.ref_locks import snapshot_lock
+
+        if not os.path.lexists(snapshot_lock(target.repo_git.cwd, target.claim.name)):
+            raise
+        raise GitFailed(f"{str(exc).rstrip('.')}; vwt prune removes the lock a killed vwt "
+                        "left") from None
     return Snapshot(target.claim.name, target.claim.snapshot_ref, commit)
+
+
+def snapshot_held(entry: Entry) -> Snapshot:
+    """`vwt snapshot`: under a holder of its own, as every vwt writing a snapshot ref holds
+    its worktree meanwhile; so a killed one leaves a dead holder file behind, and prune,
+    finding no live holder, knows no vwt is writing the ref (`release_dead_snapshot_lock`).
+    A home it cannot write (or a full one) does not stop the snapshot, which writes only
+    into the repository: prune then goes by the age of a lock it left."""
+    try:
+        hold = acquire_holder(entry.claim, new_holder_id())
+    except OSError:
+        return snapshot(target_for(entry))
+    with hold:
+        return snapshot(target_for(entry))
 
 
 def recovery_for(target: Target, ref: str) -> Recovery:
