@@ -19,6 +19,7 @@ from test_hooks import by_name, hook_entry, project_hooks, user_hooks
 
 from conftest import (
     MCP_INSTALLED,
+    VWT_BIN,
     Repo,
     Sandbox,
     Vwt,
@@ -320,3 +321,39 @@ def test_a_signal_inside_git_checkout_undoes_the_creation(
     assert not repo.branch_exists("feature")
     assert vwt("doctor").code == 0
     assert vwt.new("feature", cwd=repo.path)["created"] is True
+
+
+# -- doctor -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(("args", "name", "branch"), [
+    (("feature",), "feature", "feature"),
+    (("-p", "fix the login"), "fix-the-login", "vibe/fix-the-login")])
+def test_doctor_reports_a_half_made_checkout_of_a_dead_creation_and_its_fix_works(
+        repo: Repo, sandbox: Sandbox, vwt: Vwt, args: tuple[str, ...], name: str,
+        branch: str) -> None:
+    """`vwt new` killed inside git's checkout (a smudge filter of the user's waits there),
+    its stale `.starting` cleared by prune: a young reservation whose checkout has content
+    and no base commit, which no process is making. Doctor must not call that healthy."""
+    inside, gate = stop_inside_checkout(repo, sandbox)
+    proc = start_new(vwt, repo, *args)
+    try:
+        wait_until_started(proc, inside)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+    finally:
+        gate.unlink()
+    vwt.ok("prune")  # the dead creator's .starting goes; the young reservation stays
+    assert repo.record(name)["base_commit"] is None
+    assert any(repo.checkout(name).iterdir())
+
+    report = vwt("doctor", "--json")
+    assert report.code == 1, str(report)
+    [problem] = report.json()["problems"]
+    assert problem["kind"] == "half_made_checkout" and problem["name"] == name
+    again = f"new {name}" + (f" -b {branch}" if branch != name else "")
+    assert problem["fix"] == f"vwt -C {repo.path} {again}"
+    subprocess.run(problem["fix"].replace("vwt", VWT_BIN, 1).split(), env=vwt.env(),
+                   check=True, capture_output=True, timeout=60)
+    row = vwt.entry(name)
+    assert row is not None and row["state"] == "ready"
+    assert repo.current_branch(repo.checkout(name)) == branch
+    assert vwt("doctor").code == 0  # no stray branch either: the fix took the branch over
