@@ -491,7 +491,8 @@ class Worktrees:
             reuse = rerun_decider(created.taken, created.base_commit)
         results = setup_state.run(runner, claim, ctx, bool(created.sparse), reuse,
                                   rerun=not created.created)
-        return created._replace(hooks=tuple(results))
+        return created._replace(hooks=tuple(results),
+                                setup_pending=setup_state.still_pending(claim))
 
     # -- hooks -----------------------------------------------------------------------------
     def hooks(self) -> list[ListedHook]:

@@ -10,12 +10,15 @@ import json
 import os
 import signal
 import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from test_hooks import by_name, hook_entry, project_hooks, user_hooks
+from test_pool import deps_hook, runs_in, setup_pool, wait_for_fillers
 
 from conftest import (
     MCP_INSTALLED,
@@ -166,6 +169,32 @@ def test_setup_is_done_without_hooks_or_with_no_hooks_and_null_without_a_checkou
     assert vwt.entry("plain", "--no-status")["setup"] == "done"  # type: ignore[index]
 
 
+API_SCRIPT = textwrap.dedent("""
+    import json, sys
+    from vibe_worktree import Worktrees
+    wt = Worktrees(cwd=sys.argv[1])
+    created = wt.create("feature")
+    row = next(r for r in wt.list() if r.name == "feature")
+    print(json.dumps([created.created, created.setup_pending, [h.status for h in created.hooks],
+                      row.setup, wt.status("feature").setup]))
+""")
+
+
+def test_the_python_api_says_the_setup_and_finishes_it(
+        repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
+    def create() -> list[Any]:
+        proc = subprocess.run([sys.executable, "-c", API_SCRIPT, str(repo.path)],
+                              env=sandbox.env, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+    user_hooks(sandbox, hook_entry("deps", "exit 2"))
+    assert create() == [True, True, ["failed"], "incomplete", "incomplete"]
+    user_hooks(sandbox, hook_entry("deps", "true"))
+    assert create() == [False, False, ["ok"], "done", "done"]
+    assert create() == [False, False, [], "done", "done"]
+
+
 # -- a signal while a hook runs ---------------------------------------------------------------
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_an_interrupted_new_stops_its_hook_says_what_it_left_and_new_finishes_it(
@@ -245,6 +274,24 @@ def test_setup_runs_while_a_background_hook_runs_then_reads_as_its_end(
         assert vwt.new("feature")["hooks"][0]["status"] == "started"
         wait_for(lambda: not repo.live_holders("feature"), timeout=30)
         assert setup_of(vwt, "feature") == "done"
+
+
+# -- the warm pool ----------------------------------------------------------------------------
+def test_a_worktree_taken_from_the_pool_reads_done_and_a_failed_pool_hook_hands_nothing_out(
+        repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
+    setup_pool(repo, vwt, 1, deps_hook(sandbox, inputs=["package.json"]))
+    vwt.ok("pool", "fill", cwd=repo.path)
+    taken = vwt.new("one", cwd=repo.path)
+    assert taken["pooled"] is True and runs_in(sandbox, taken["path"]) == []  # ran in the pool
+    assert setup_of(vwt, "one") == "done" and "setup_pending" not in repo.record("one")
+    wait_for_fillers(vwt, repo)
+    vwt.ok("pool", "drain", cwd=repo.path)
+    setup_pool(repo, vwt, 1, deps_hook(sandbox, extra=" && exit 5"))
+    assert vwt("pool", "fill", cwd=repo.path).code == 1
+    made = vwt.new("two", cwd=repo.path)
+    assert made["pooled"] is False and made["hooks"][0]["status"] == "failed"
+    assert setup_of(vwt, "two") == "incomplete"
+    wait_for_fillers(vwt, repo)  # the refill `new` started, which fails the same way
 
 
 # -- the agents' ways in ----------------------------------------------------------------------

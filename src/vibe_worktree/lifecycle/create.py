@@ -85,7 +85,9 @@ class Created(NamedTuple):
     sparse: tuple[str, ...] = ()  # the folders of a sparse checkout; empty: a full one
     carried: Carried | None = None  # what `--carry`/`--move` brought along
     taken: Taken | None = None  # the pool entry it was made from (§15)
-    setup_pending: bool = False  # post_create hooks are still to succeed (`setup_state`)
+    # some post_create hook is still to succeed (failed, cut short, or running in the
+    # background); `create` runs again, on reuse, those that did not (`setup_state`)
+    setup_pending: bool = False
 
     @property
     def pooled(self) -> bool:

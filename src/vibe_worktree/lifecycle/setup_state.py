@@ -61,6 +61,14 @@ def pending(record: Record) -> bool:
     return value is True or (isinstance(value, list) and bool(pending_ids(record)))
 
 
+def still_pending(claim: Claim) -> bool:
+    """The worktree's record says some post_create hook is still to succeed."""
+    try:
+        return pending(read_record(claim.record_path, claim.name))
+    except (OSError, CorruptRecord):
+        return False
+
+
 def pending_ids(record: Record) -> frozenset[str] | None:
     """The ids of the hooks still to succeed; None: every post_create hook (`true`)."""
     value = record.extra.get(KEY) if record.extra else None
