@@ -37,11 +37,18 @@ PAYLOADS = Path(__file__).parents[1] / "agents" / "payloads"
 
 
 def alive(pid: int) -> bool:
+    """Running (a zombie waiting for whoever reaps orphans does not count)."""
+    if not os.path.isdir("/proc/self"):  # no /proc: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
         return False
-    return True
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
 
 def setup_of(vwt: Vwt, name: str) -> str | None:

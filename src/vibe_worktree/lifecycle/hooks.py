@@ -26,6 +26,7 @@ except ImportError:  # pragma: no cover - other Pythons
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import subprocess
     from typing import Any
 
     from ..core.host import Host
@@ -402,29 +403,39 @@ def run_foreground(hook: Hook, ctx: Context, cwd: str) -> HookResult:
     import signal
     import subprocess
 
-    from .hook_supervisor import stop_group
-
-    try:
+    child = None
+    try:  # from before the start: an interruption right after it still stops the hook
         child = subprocess.Popen(["/bin/sh", "-c", hook.command], cwd=cwd, env=ctx.env(hook),
                                  stdin=subprocess.DEVNULL, stdout=_stderr_fd(),
                                  start_new_session=True)
-    except OSError as exc:
-        raise VwtError(f"hook {hook.name} could not start: {exc.strerror}") from None
-    try:
         code = child.wait(timeout=hook.timeout)
     except subprocess.TimeoutExpired:
+        assert child is not None
         _kill_group(child.pid, signal.SIGKILL)
         child.wait()
         return HookResult(hook.name, hook.type, hook.source, TIMED_OUT, None)
-    except KeyboardInterrupt as exc:  # Interrupted too: SIGTERM
-        stop_group(child, getattr(exc, "signum", signal.SIGINT))
-        raise
-    except BaseException:
-        _kill_group(child.pid, signal.SIGKILL)
-        child.wait()
+    except BaseException as exc:
+        if child is not None:
+            _stop_foreground(child, exc)
+        elif isinstance(exc, OSError):
+            raise VwtError(f"hook {hook.name} could not start: {exc.strerror}") from None
         raise
     status = OK if code == 0 else FAILED
     return HookResult(hook.name, hook.type, hook.source, status, code)
+
+
+def _stop_foreground(child: subprocess.Popen[bytes], why: BaseException) -> None:
+    """Interrupted (Ctrl-C; SIGTERM as `Interrupted`), the hook's group gets the same
+    signal, then SIGKILL a moment later; any other failure kills it at once."""
+    import signal
+
+    from .hook_supervisor import stop_group
+
+    if isinstance(why, KeyboardInterrupt):
+        stop_group(child, getattr(why, "signum", signal.SIGINT))
+    else:
+        _kill_group(child.pid, signal.SIGKILL)
+        child.wait()
 
 
 def run_tied(hook: Hook, ctx: Context, cwd: str, host: Host) -> HookResult:
