@@ -44,6 +44,9 @@ EXIT_CODES = {
     EXIT_USAGE: "bad usage or an invalid name",
     EXIT_NEEDS_CONFIRMATION: "refused: needs confirmation (dirty work would be lost)",
     EXIT_HELD: "refused: held by a live session",
+    130: "interrupted (Ctrl-C, SIGINT); `new` and `restore` undo what they were making, or "
+         "say what they leave and how to finish it (see [hooks.md](hooks.md#an-unfinished-setup))",
+    143: "stopped by SIGTERM; `new` and `restore` tidy up as for Ctrl-C",
 }
 
 

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
-from .core.errors import NotFound, ValidationFailed, VwtError
+from .core.errors import Interrupted, NotFound, ValidationFailed, VwtError
 from .core.git import Git, left_right_counts, map_parallel
 from .core.layout import Claim, Root, resolve_home
 from .core.locks import (
@@ -29,6 +29,7 @@ from .core.locks import (
     registry_read_lock,
     running_hooks,
 )
+from .lifecycle import setup_state
 from .lifecycle.worktrees import (
     BROKEN,
     MISSING,
@@ -106,6 +107,7 @@ class Listed(NamedTuple):
     size: int | None = None  # §15: bytes of the checkout's own files (`list --size`)
     rebase: str | None = None  # §8: REBASE_STOPPED while a sync is stopped at a conflict
     sized: bool = False  # measured (`list --size`); `size` None then: there is no checkout
+    setup: str | None = None  # §9: done, running or incomplete; None unless ready
 
     @property
     def held(self) -> bool:
@@ -131,7 +133,7 @@ class Listed(NamedTuple):
             clean=self.clean, hooks_running=list(self.hooks_running), target=self.target,
             behind=self.behind, integrated=self.integrated, safe_to_remove=self.safe_to_remove,
             rebase=self.rebase, agent=self.agent, session=self.session,
-            activity=self.activity.to_json() if self.activity else None,
+            activity=self.activity.to_json() if self.activity else None, setup=self.setup,
             **({"size": self.size} if self.sized else {}),
         )
 
@@ -171,6 +173,7 @@ class WorktreeStatus(NamedTuple):
     agent: str | None = None
     session: str | None = None
     activity: Activity | None = None
+    setup: str | None = None  # §9: done, running or incomplete; None when missing
 
     @property
     def clean(self) -> bool:
@@ -195,7 +198,7 @@ class WorktreeStatus(NamedTuple):
             safe_to_remove=self.safe_to_remove,
             rebase=REBASE_STOPPED if self.rebasing else None,
             agent=self.agent, session=self.session,
-            activity=self.activity.to_json() if self.activity else None,
+            activity=self.activity.to_json() if self.activity else None, setup=self.setup,
         )
 
 
@@ -217,6 +220,8 @@ def _listed(entry: Entry, holders: list[str]) -> Listed:
         hooks_running=running_hooks(holders) if holders else (),
         agent=_made_by(record, "agent"),
         session=_made_by(record, "session"),
+        setup=setup_state.state(record, holders)
+        if record is not None and entry.state == READY else None,
     )
 
 
@@ -418,10 +423,10 @@ class Worktrees:
         try:
             if name is not None:
                 created = _create.create_named(self.root, self.cwd, name, branch, from_ref,
-                                               fetch, self._output, dirs, fill, pool)
+                                               fetch, self._output, dirs, fill, pool, hooks)
             else:
                 created = _create.create_auto(self.root, self.cwd, prompt, from_ref, fetch,
-                                              self._output, dirs, fill, pool)
+                                              self._output, dirs, fill, pool, hooks)
         except BaseException:
             if filling is not None:
                 filling.undo()
@@ -431,7 +436,7 @@ class Worktrees:
                 created = _carry.finish(plan, created, move, self.warn, filling)
             finally:
                 filling.give_room_back()
-        if hooks and created.created:
+        if hooks and (created.created or created.setup_pending):
             created = self._post_create(created, ask, host)
         if pool and created.created:
             self._refill(created)
@@ -469,13 +474,25 @@ class Worktrees:
     def restore(self, name: str, *, hooks: bool = True, ask: Ask | None = None) -> Created:
         from .lifecycle import create as _create
 
-        created = _create.restore(self.repo, name, self._output)
+        created = _create.restore(self.repo, name, self._output, hooks)
         return self._post_create(created, ask) if hooks else created
 
     def _post_create(self, created: Created, ask: Ask | None,
                      host: Host | None = None) -> Created:
-        if not created.sparse and not _any_hooks_file(self.root.home, created.path):
+        """The post_create hooks of a new worktree, or those of a reused one that did not
+        succeed (SPEC §9). Interrupted, it says what it leaves and how to finish it."""
+        if not (created.sparse or created.setup_pending
+                or setup_state.any_hooks_file(self.root.home, created.path)):
             return created
+        try:
+            return self._run_post_create(created, ask, host)
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Interrupted)
+            raise Interrupted.of(exc, f"{created.name} is left at {created.path} with its "
+                                      f"setup unfinished; vwt new {created.name} finishes "
+                                      "it") from None
+
+    def _run_post_create(self, created: Created, ask: Ask | None,
+                         host: Host | None) -> Created:
         from .lifecycle import hooks as _hooks
 
         ctx = _hooks.context(self.root.home, created.bucket, created.name, created.branch,
@@ -487,9 +504,10 @@ class Worktrees:
             from .lifecycle.pool import rerun_decider
 
             reuse = rerun_decider(created.taken, created.base_commit)
-        results = _hooks.after_create(runner, claim, ctx, sparse=bool(created.sparse),
-                                      reuse=reuse)
-        return created._replace(hooks=tuple(results))
+        results = setup_state.run(runner, claim, ctx, bool(created.sparse), reuse,
+                                  rerun=not created.created)
+        return created._replace(hooks=tuple(results),
+                                setup_pending=setup_state.still_pending(claim))
 
     # -- hooks -----------------------------------------------------------------------------
     def hooks(self) -> list[ListedHook]:
@@ -551,7 +569,7 @@ class Worktrees:
                 checkouts[i] = validate_checkout(entry.claim)
                 filter_drivers(checkouts[i], cache)  # one config read per repository
             except MissingAdmin as exc:  # the repository moved away from under it
-                rows[i] = _replace(rows[i], state=ORPHANED, problem=exc.message)
+                rows[i] = _replace(rows[i], state=ORPHANED, problem=exc.message, setup=None)
             except VwtError as exc:
                 rows[i] = _replace(rows[i], problem=exc.message)
         order = list(checkouts)
@@ -604,6 +622,7 @@ class Worktrees:
             running_hooks(holders), not_in_target=own, rebasing=inspection.rebasing,
             agent=_made_by(record, "agent"),
             session=_made_by(record, "session"), activity=_activity_of(self.root, claim),
+            setup=setup_state.state(record, holders) if entry.state == READY else None,
         )
         if landed is None:
             return status
@@ -929,10 +948,7 @@ def _activity_of(root: Root, claim: Claim) -> Activity | None:
     return current(root.home, claim)
 
 
-def _any_hooks_file(home: str, checkout: str) -> bool:
-    """Two stats, so that the hooks module (and TOML) loads only where hooks exist."""
-    return (os.path.exists(f"{home}/worktree.toml")
-            or os.path.exists(f"{checkout}/.vibe/worktree.toml"))
+_any_hooks_file = setup_state.any_hooks_file
 
 
 def _common_dir_or_none(repo_root: str | None) -> str | None:

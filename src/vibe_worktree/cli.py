@@ -21,6 +21,7 @@ from .core.errors import (
     EXIT_OK,
     EXIT_USAGE,
     DiskFull,
+    Interrupted,
     VwtError,
     disk_is_full,
 )
@@ -43,6 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _dispatch(args)
     except VwtError as exc:
+        _error(exc.message)
+        return exc.exit_code
+    except Interrupted as exc:
         _error(exc.message)
         return exc.exit_code
     except KeyboardInterrupt:
@@ -364,9 +368,28 @@ def _refuse_json_with_cd(ns: argparse.Namespace) -> None:
         raise VwtError("--cd prints a path for the shell function; drop --json", EXIT_USAGE)
 
 
+def _stop_on_signals() -> None:
+    """SIGINT and SIGTERM stop `new` and `restore` with `Interrupted` (exit 130, 143), so
+    what is under way is undone, or left as the message says with how to finish it. Only
+    the first: one more while that tidying runs is ignored, so it is not cut short too."""
+    try:  # the C module: `signal` itself builds its enums, about 1 ms of start-up
+        from _signal import SIG_IGN, SIGINT, SIGTERM, signal  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - other Pythons
+        from signal import SIG_IGN, SIGINT, SIGTERM, signal
+
+    def stop(signum: int, _frame: object) -> None:
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        raise Interrupted(signum)
+
+    signal(SIGINT, stop)
+    signal(SIGTERM, stop)
+
+
 # -- commands -------------------------------------------------------------------------------
 def cmd_new(wt: Worktrees, ns: argparse.Namespace) -> int:
     _refuse_json_with_cd(ns)
+    _stop_on_signals()
     created = wt.create(ns.name, prompt=ns.prompt, branch=ns.branch, from_ref=ns.from_ref,
                         fetch=not ns.no_fetch, hooks=not ns.no_hooks, ask=_hook_asker(),
                         sparse=getattr(ns, "sparse", None), pr=getattr(ns, "pr", None),
@@ -530,6 +553,11 @@ def cmd_status(wt: Worktrees, ns: argparse.Namespace) -> int:
     print(f"  holders    {st.holders}")
     if st.hooks_running:
         print(f"  running    hook {', '.join(st.hooks_running)} (background)")
+    if st.setup == "incomplete":
+        print(f"  setup      incomplete: a post_create hook did not succeed; vwt new {st.name} "
+              "runs again the ones that did not")
+    elif st.setup == "running" and not st.hooks_running:
+        print("  setup      running (a vwt new is running its post_create hooks)")
     return EXIT_OK
 
 
@@ -620,6 +648,7 @@ def cmd_snapshot(wt: Worktrees, ns: argparse.Namespace) -> int:
 
 def cmd_restore(wt: Worktrees, ns: argparse.Namespace) -> int:
     _refuse_json_with_cd(ns)
+    _stop_on_signals()
     created = wt.restore(ns.name, hooks=not ns.no_hooks, ask=_hook_asker())
     if ns.json:
         _print_json(created.to_json())

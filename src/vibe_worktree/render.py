@@ -106,9 +106,17 @@ LANDED_WORDS = {
 }
 
 
+INCOMPLETE = "incomplete"  # `setup_state.INCOMPLETE`, without importing lifecycle here
+
+
+def state_words(row: Listed) -> str:
+    """The STATE column: the state, and a ready worktree whose setup did not finish."""
+    return f"{row.state} (setup incomplete)" if row.setup == INCOMPLETE else row.state
+
+
 def list_cells(row: Listed) -> list[str]:
     return [
-        row.name, row.branch or "-", row.state, _count(row.ahead), _count(row.behind),
+        row.name, row.branch or "-", state_words(row), _count(row.ahead), _count(row.behind),
         _count(row.changes), landed(row),
         str(row.holders) + (f" (hook {','.join(row.hooks_running)} running)"
                             if row.hooks_running else ""),
@@ -118,7 +126,7 @@ def list_cells(row: Listed) -> list[str]:
 
 def _cell_colour(column: int, row: Listed) -> str | None:
     if column == 2:
-        return STATE_COLOURS.get(row.state)
+        return STATE_COLOURS.get("reserved" if row.setup == INCOMPLETE else row.state)
     if column == 5 and row.changes:
         return STATE_COLOURS["reserved"]
     if column == 6 and row.rebase is not None:

@@ -193,12 +193,13 @@ def _tag(wt: Worktrees, name: str, session: str | None) -> None:
     load) is not needed; without one, under the prune lock."""
     from contextlib import nullcontext
 
-    from ..core.locks import prune_lock
+    from ..core.locks import prune_lock, registry_lock
     from ..core.records import write_record
     from ..lifecycle.worktrees import load_entry
 
     claim = wt.claim(name)
-    with nullcontext() if session else prune_lock(wt.root):
+    # the registry lock: a background hook's keeper rewrites the record under it too
+    with nullcontext() if session else prune_lock(wt.root), registry_lock(wt.root):
         entry = load_entry(claim)
         record = entry.record if entry is not None else None
         if record is None or record.reserved:

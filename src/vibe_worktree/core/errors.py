@@ -30,6 +30,36 @@ class VwtError(Exception):
         return str(self.args[0])
 
 
+SIGINT, SIGTERM = 2, 15  # POSIX numbers; `signal` is not imported for two constants
+
+
+class Interrupted(KeyboardInterrupt):
+    """A person (Ctrl-C: SIGINT) or a process manager (SIGTERM) stopped the command.
+
+    A KeyboardInterrupt, so code that tidies up on one tidies up on both. `left` says in
+    words what the command leaves behind and how to finish it; the CLI prints it and exits
+    with 128 + the signal's number, as a shell reports a command a signal ended."""
+
+    def __init__(self, signum: int = SIGINT, left: str | None = None) -> None:
+        super().__init__(signum, left)
+        self.signum = signum
+        self.left = left
+
+    @classmethod
+    def of(cls, exc: KeyboardInterrupt, left: str | None = None) -> Interrupted:
+        """The same interruption (Ctrl-C for a plain KeyboardInterrupt), with `left`."""
+        return cls(exc.signum if isinstance(exc, Interrupted) else SIGINT, left)
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+    @property
+    def message(self) -> str:
+        how = "interrupted" if self.signum == SIGINT else "stopped by SIGTERM"
+        return how if self.left is None else f"{how}; {self.left}"
+
+
 class InvalidName(VwtError):
     exit_code = EXIT_USAGE
 

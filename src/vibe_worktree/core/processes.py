@@ -14,11 +14,12 @@ import time
 from typing import NamedTuple
 
 try:  # the C module: `signal` itself builds its enums, about 1 ms of start-up
-    from _signal import SIGKILL, SIGPIPE, SIGXFSZ  # type: ignore[import-not-found]
+    from _signal import SIGINT, SIGKILL, SIGPIPE, SIGXFSZ  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - other Pythons
-    from signal import SIGKILL, SIGPIPE, SIGXFSZ
+    from signal import SIGINT, SIGKILL, SIGPIPE, SIGXFSZ
 
 _READ_SIZE = 1 << 16
+GRACE = 2.0  # an interrupted child's time to tidy up (git removes a half-added worktree)
 # Python ignores SIGPIPE; a child must not inherit that (git would report EPIPE errors
 # instead of quietly stopping when its reader goes away).
 _DEFAULT_SIGNALS = (SIGPIPE, SIGXFSZ)
@@ -103,8 +104,8 @@ class Process:
         try:
             self._pump(chunks, deadline)
             self._wait_until(deadline)
-        except BaseException:
-            self._stop()
+        except BaseException as exc:
+            self._stop(exc)
             raise
         finally:
             self._close_all()
@@ -161,18 +162,38 @@ class Process:
             self.returncode = os.waitstatus_to_exitcode(status)
         return self.returncode
 
-    def _stop(self) -> None:
-        """Kill the child (its whole group when it has one of its own) and reap it."""
+    def _stop(self, why: BaseException) -> None:
+        """Kill the child (its whole group when it has one of its own) and reap it. When
+        we were interrupted (Ctrl-C, SIGTERM), it gets that signal first and GRACE seconds
+        to act on it, as a terminal's Ctrl-C would have it: git then tidies up what it was
+        writing (the folders of a worktree it was adding) rather than leave half of it."""
         if self.returncode is not None:
             return
         try:
+            if isinstance(why, KeyboardInterrupt):
+                self._signal(getattr(why, "signum", SIGINT))
+                deadline = time.monotonic() + GRACE
+                while self._still_running() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+        finally:
+            if self.returncode is None:
+                self._signal(SIGKILL)
+                self.wait()
+
+    def _signal(self, signum: int) -> None:
+        try:
             if self._own_group:
-                os.killpg(self.pid, SIGKILL)
+                os.killpg(self.pid, signum)
             else:
-                os.kill(self.pid, SIGKILL)
+                os.kill(self.pid, signum)
         except (ProcessLookupError, PermissionError):
             pass
-        self.wait()
+
+    def _still_running(self) -> bool:
+        pid, status = os.waitpid(self.pid, os.WNOHANG)
+        if pid:
+            self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode is None
 
     def _close_all(self) -> None:
         for fd in (self._stdin, self._stdout, self._stderr):

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import VwtError
-from ..core.layout import CLAIMS, TRASH, Claim, Root, bucket_name
+from ..core.layout import CLAIMS, TRASH, Claim, Root, bucket_name, is_empty_dir
 from ..core.locks import REMOVING, STARTING, holder_ids, holder_is_live, prune_lock, registry_lock
 from ..lifecycle.adoption import source_of as adopted_from
 from ..lifecycle.worktrees import (
@@ -49,6 +49,7 @@ STRAY_SNAPSHOT = "stray_snapshot"
 ORPHANED_REPOSITORY = "orphaned_repository"
 REPOSITORY_MOVED = "repository_moved"
 UNFINISHED_CHECKOUT = "unfinished_checkout"  # git never finished writing a recorded checkout
+HALF_MADE_CHECKOUT = "half_made_checkout"  # a reservation's checkout a dead creation left
 BROKEN_POOL_ENTRY = "broken_pool_entry"
 READ_ONLY_HOME = "read_only_home"
 POOL_FILL_FAILED = "pool_fill_failed"
@@ -227,6 +228,10 @@ def _entry_problems(entry: Entry, moved: dict[tuple[str, str], str]) -> list[Pro
         except ValueError:
             age = RESERVATION_GRACE
         if _creator_died(claim):  # not busy: its `.starting` file is there, unlocked
+            if not is_empty_dir(claim.checkout):
+                return [Problem(HALF_MADE_CHECKOUT, claim.bucket, claim.name, claim.checkout,
+                                "a creation whose process died before its checkout was "
+                                "finished (its .starting holder is not locked)", "vwt prune")]
             return [Problem(ABANDONED_RESERVATION, claim.bucket, claim.name, claim.checkout,
                             "a creation whose process died (its .starting holder is not "
                             "locked)", "vwt prune")]
@@ -234,6 +239,8 @@ def _entry_problems(entry: Entry, moved: dict[tuple[str, str], str]) -> list[Pro
             return [Problem(ABANDONED_RESERVATION, claim.bucket, claim.name, claim.checkout,
                             f"a creation that stopped {int(age // 60)} minutes ago",
                             "vwt prune")]
+        if not is_empty_dir(claim.checkout) and not _busy(claim):
+            return [_half_made(entry)]
     return []
 
 
@@ -243,6 +250,29 @@ def _creator_died(claim: Claim) -> bool:
     path = f"{claim.holders_dir}/{STARTING}"
     with registry_lock(claim.root, create=False):  # a holder being taken is not yet locked
         return os.path.isfile(path) and not os.path.islink(path) and not holder_is_live(path)
+
+
+def _half_made(entry: Entry) -> Problem:
+    """A young reservation whose checkout has content and whose creator is gone (no live
+    `.starting`, looked at again under the registry lock): a creation interrupted before
+    the checkout was finished. Prune leaves it the grace period; `new` (or `restore`) run
+    again takes it over at once: finishes it, or makes it again."""
+    import shlex
+
+    claim, record = entry.claim, entry.record
+    assert record is not None
+    where = f"vwt -C {shlex.quote(record.repo_root)}"
+    if entry.recovery is not None:
+        return Problem(HALF_MADE_CHECKOUT, claim.bucket, claim.name, claim.checkout,
+                       "a restore stopped before its checkout was finished",
+                       f"{where} restore {shlex.quote(claim.name)}")
+    fix = f"{where} new {shlex.quote(claim.name)}"
+    if record.branch != claim.name:
+        fix += f" -b {shlex.quote(record.branch)}"
+    fix += "".join(f" --sparse {shlex.quote(folder)}" for folder in record.sparse)
+    return Problem(HALF_MADE_CHECKOUT, claim.bucket, claim.name, claim.checkout,
+                   "a creation stopped before its checkout was finished (no base commit, "
+                   "and no process is making it)", fix)
 
 
 def _unfinished(claim: Claim) -> str | None:

@@ -31,6 +31,7 @@ from ..core.names import (
 )
 from ..core.records import CorruptRecord, Record, Recovery, read_record, utc_now, write_record
 from ..core.ref_locks import release_dead_ref_locks
+from . import setup_state
 from .unfinished import (
     half_made,
     is_clean,
@@ -84,6 +85,9 @@ class Created(NamedTuple):
     sparse: tuple[str, ...] = ()  # the folders of a sparse checkout; empty: a full one
     carried: Carried | None = None  # what `--carry`/`--move` brought along
     taken: Taken | None = None  # the pool entry it was made from (§15)
+    # some post_create hook is still to succeed (failed, cut short, or running in the
+    # background); `create` runs again, on reuse, those that did not (`setup_state`)
+    setup_pending: bool = False
 
     @property
     def pooled(self) -> bool:
@@ -105,7 +109,7 @@ def _created(repo: Repo, record: Record, created: bool) -> Created:
     return Created(
         record.name, record.branch, repo.claim(record.name).checkout, repo.bucket,
         record.repo_root, record.base_commit, record.branch_created, created,
-        sparse=record.sparse,
+        sparse=record.sparse, setup_pending=bool(setup_state.pending(record)),
     )
 
 
@@ -158,13 +162,22 @@ def _finish(
                 if fill is not None:
                     fill(claim.checkout)
                 _copy_included(repo, claim, out)
-            final = record.with_base(start.commit)
+            final = _with_setup(repo, claim, record.with_base(start.commit))
             write_record(claim.record_path, final)
         except BaseException:
             _roll_back(repo, claim, record.branch, start)
             raise
         checkpoint("new.recorded")
     return _created(repo, final, True)._replace(taken=taken)
+
+
+def _with_setup(repo: Repo, claim: Claim, final: Record) -> Record:
+    """The ready record keeps the reservation's "setup pending" only when post_create hooks
+    may run for it: then a kill before they all succeeded never reads as a finished setup."""
+    if setup_state.pending(final) and not setup_state.hooks_due(repo.root.home, claim.checkout,
+                                                                final.sparse):
+        return setup_state.unmarked(final)
+    return final
 
 
 def _take_from_pool(repo: Repo, claim: Claim, record: Record, start: Start, out: Output
@@ -344,22 +357,26 @@ def _warn_unpushed(git: g.Git, probe: g.Probe, remote: str, branch: str, commit:
 
 
 def _new_record(repo: Repo, name: str, branch: str, branch_created: bool,
-                sparse: tuple[str, ...] = ()) -> Record:
-    return Record(
+                sparse: tuple[str, ...] = (), setup: bool = False) -> Record:
+    """`setup`: its post_create hooks will run; until they all succeeded, its setup is
+    pending (see `setup_state`)."""
+    record = Record(
         name=name, branch=branch, repo_root=repo.info.repo_root, base_commit=None,
         branch_created=branch_created, claimed_at=utc_now(),
         extra={"sparse": list(sparse)} if sparse else {},
     )
+    return setup_state.marked(record) if setup else record
 
 
 def create_named(
     root: Root, cwd: str, name: str, branch: str | None, from_ref: str | None, fetch: bool,
     out: Output, sparse: tuple[str, ...] | None = None, fill: Fill | None = None,
-    pool: bool = False,
+    pool: bool = False, setup: bool = False,
 ) -> Created:
     """`vwt new NAME`: create it, or reuse it after validating the checkout. `fill`: run
     on a created checkout before it is recorded (carried changes). `pool`: a new branch may
-    come from a ready pool entry."""
+    come from a ready pool entry. `setup`: its post_create hooks will run (the record says
+    so until they all succeeded)."""
     validate_name(name, as_branch=branch is None)
     branch_given = branch is not None
     branch = validate_branch(branch or name)
@@ -370,14 +387,14 @@ def create_named(
     # `git worktree add` never leaves a pre-existing branch recorded as ours.
     branch_created = f"refs/heads/{branch}" not in probe.refs
     for _attempt in range(3):
-        outcome = _claim_or_reuse(repo, claim, branch, branch_given, branch_created)
+        outcome = _claim_or_reuse(repo, claim, branch, branch_given, branch_created, setup)
         if isinstance(outcome, Created):
             return outcome
         if isinstance(outcome, Reservation):
             start, dirs = _start_or_unreserve(repo, probe, claim, outcome.starting, branch,
                                               from_ref, fetch, out, sparse)
             record = _new_record(repo, name, branch,
-                                 start.create_branch or outcome.branch_ours, dirs)
+                                 start.create_branch or outcome.branch_ours, dirs, setup)
             if outcome.taken_over and record.branch_created:  # its `worktree add -b` killed?
                 # the lock holds the start (git branch making it, or the reset checking it
                 # out setting HEAD to it): start.commit either way
@@ -415,7 +432,8 @@ class Reservation(NamedTuple):
 
 
 def _claim_or_reuse(
-    repo: Repo, claim: Claim, branch: str, branch_given: bool, branch_created: bool
+    repo: Repo, claim: Claim, branch: str, branch_given: bool, branch_created: bool,
+    setup: bool = False,
 ) -> Created | Reservation | str:
     """Under the prune lock: reuse (Created), reserve (Reservation), or the holder to wait
     for (`.starting`: another process creates it; `.removing`: prune or rm removes it,
@@ -435,7 +453,7 @@ def _claim_or_reuse(
                 )
             if os.path.isdir(claim.checkout) and not os.path.islink(claim.checkout):
                 os.rmdir(claim.checkout)  # an empty leftover of a crashed creation
-            record = _new_record(repo, claim.name, branch, branch_created)
+            record = _new_record(repo, claim.name, branch, branch_created, setup=setup)
             return Reservation(_reserve(claim, record), False)
         record = require_trusted(entry)
         if entry.state == RESERVED:
@@ -480,10 +498,10 @@ def _resume_reservation(repo: Repo, claim: Claim, record: Record
 
                 copy_included_files(repo.info.repo_root, claim.checkout, repo.root.home,
                                     repair=True)
-                final = record.with_base(g.head_commit(checkout.git))
+                final = _with_setup(repo, claim, record.with_base(g.head_commit(checkout.git)))
                 write_record(claim.record_path, final)
                 starting.release()
-                return _created(repo, final, False)
+                return _created(repo, final, False)  # its hooks never ran: reuse runs them
             tear_down(claim, checkout)
             branch_ours = record.branch_created  # git made it: it did not exist when reserved
         elif record.branch_created:  # a killed `git worktree add -b` may have made it
@@ -507,6 +525,7 @@ def _reservation_changed(claim: Claim, seen: Record) -> bool:
 def create_auto(
     root: Root, cwd: str, prompt: str | None, from_ref: str | None, fetch: bool, out: Output,
     sparse: tuple[str, ...] | None = None, fill: Fill | None = None, pool: bool = False,
+    setup: bool = False,
 ) -> Created:
     """`vwt new -p PROMPT`: a fresh worktree named from the prompt, never a reuse."""
     slug = slugify(prompt or "")
@@ -518,12 +537,12 @@ def create_auto(
         probe = g.probe(cwd, [prefix, f"{prefix}-*"], from_ref)
         repo = Repo(root, probe.info)
         taken = {ref.removeprefix("refs/heads/") for ref in probe.refs}
-        reserved = _reserve_first_free(repo, slug, taken)
+        reserved = _reserve_first_free(repo, slug, taken, setup)
         if reserved is not None:
             claim, starting, branch = reserved
             start, dirs = _start_or_unreserve(repo, probe, claim, starting, branch, from_ref,
                                               fetch, out, sparse)
-            record = _new_record(repo, claim.name, branch, start.create_branch, dirs)
+            record = _new_record(repo, claim.name, branch, start.create_branch, dirs, setup)
             return _finish(repo, claim, record, starting, start, out, fill, pool)
         if not random_name:
             raise VwtError(f"all names from {slug} to {slug}-100 are taken; pass a NAME")
@@ -531,7 +550,7 @@ def create_auto(
 
 
 def _reserve_first_free(
-    repo: Repo, slug: str, taken_branches: set[str]
+    repo: Repo, slug: str, taken_branches: set[str], setup: bool
 ) -> tuple[Claim, Holder, str] | None:
     with prune_lock(repo.root):
         for name in candidate_names(slug):
@@ -541,15 +560,17 @@ def _reserve_first_free(
                 continue
             if os.path.lexists(claim.folder) or os.path.lexists(claim.checkout):
                 continue
-            return claim, _reserve(claim, _new_record(repo, name, branch, True)), branch
+            record = _new_record(repo, name, branch, True, setup=setup)
+            return claim, _reserve(claim, record), branch
     return None
 
 
-def restore(repo: Repo, name: str, out: Output) -> Created:
+def restore(repo: Repo, name: str, out: Output, setup: bool = False) -> Created:
     """Recreate a snapshotted-and-removed worktree with its files as uncommitted changes.
 
     A restore that was interrupted is finished rather than refused: its reservation
-    is taken over and the snapshot's files put in place again (idempotent).
+    is taken over and the snapshot's files put in place again (idempotent). `setup`: its
+    post_create hooks will run.
     """
     claim = repo.claim(name)
     entry = load_entry(claim)
@@ -573,7 +594,7 @@ def restore(repo: Repo, name: str, out: Output) -> Created:
     with prune_lock(repo.root):
         if load_entry(claim) != entry:
             raise VwtError(f"{name} changed while restoring; try again")
-        record, starting = _reserve_restore(repo, claim, entry, parent)
+        record, starting = _reserve_restore(repo, claim, entry, parent, setup)
     branch = record.branch
     create_branch = g.branch_tip(git, branch) is None
     with _Reserved(claim, starting):
@@ -602,7 +623,8 @@ def restore(repo: Repo, name: str, out: Output) -> Created:
         user_git.run("reset", "--quiet", "--no-refresh")
         checkpoint("restore.populated")
         _copy_included(repo, claim, out)
-        final = record.with_base(_base_before_removal(git, entry.recovery, parent))
+        base = _base_before_removal(git, entry.recovery, parent)
+        final = _with_setup(repo, claim, record.with_base(base))
         write_record(claim.record_path, final)
         checkpoint("restore.recorded")
         os.unlink(claim.recovery_path)
@@ -634,7 +656,7 @@ def _base_before_removal(git: g.Git, recovery: Recovery, parent: str) -> str:
     return base_commit(git, parent)
 
 
-def _reserve_restore(repo: Repo, claim: Claim, entry: Entry, parent: str
+def _reserve_restore(repo: Repo, claim: Claim, entry: Entry, parent: str, setup: bool
                      ) -> tuple[Record, Holder]:
     """Under the prune lock: a fresh reservation, or the one a crashed restore left."""
     assert entry.recovery is not None
@@ -652,7 +674,7 @@ def _reserve_restore(repo: Repo, claim: Claim, entry: Entry, parent: str
     elif os.path.lexists(claim.checkout):
         raise ValidationFailed(f"{claim.checkout} exists; move it away before restoring")
     record = _new_record(repo, claim.name, branch, create_branch or entry.recovery.branch_created,
-                         entry.recovery.sparse)
+                         entry.recovery.sparse, setup)
     return record, _reserve(claim, record)
 
 

@@ -1,12 +1,13 @@
 """`python -m vibe_worktree.lifecycle.hook_supervisor TIMEOUT COMMAND [--host PID STARTED]
-[--foreground] [ROOT BUCKET NAME FD]`: a hook's keeper.
+[--foreground] [ROOT BUCKET NAME FD [SETUP_ID]]`: a hook's keeper.
 
 Started detached by `vwt new` with the worktree's holder file open (and locked) on an
 inherited descriptor FD, so the worktree stays held exactly as long as this process lives.
 It runs COMMAND with `sh -c` in a process group of its own, kills that whole group at
 TIMEOUT, and writes how the hook ended into the log (its stdout and stderr). When the hook
-ends, it deletes that holder file (under the registry lock) before it lets go of it: a
-finished hook leaves no stale holder behind.
+succeeded, it takes SETUP_ID out of the record's pending setup (`setup_state`) while it
+still holds the worktree. When the hook ends, it deletes that holder file (under the
+registry lock) before it lets go of it: a finished hook leaves no stale holder behind.
 
 With `--host`, the hook runs for an agent (the process PID, started at STARTED: Claude
 Code's `WorktreeCreate`), and no process of ours may outlive it: when it dies, the hook's
@@ -37,6 +38,7 @@ from typing import NamedTuple
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from vibe_worktree.core.host import Host
+    from vibe_worktree.core.layout import Claim
 
 POLL_SECONDS = 0.25
 GRACE = 1.0  # from SIGTERM to SIGKILL; within the 2 s an agent's hook may outlive it
@@ -73,18 +75,34 @@ def main(argv: list[str]) -> int:
         ended = _supervise(timeout, command, host, foreground)
         if foreground:
             return _report(ended)
+        if len(rest) >= 5 and ended.why is None and ended.status == 0:
+            _setup_done(_claim(*rest[:3]), rest[4])
         return _log(ended, timeout, host)
     finally:
         if len(rest) >= 4:
-            _let_go(rest[0], rest[1], rest[2], int(rest[3]))
+            _let_go(_claim(*rest[:3]), int(rest[3]))
 
 
-def _let_go(root: str, bucket: str, name: str, fd: int) -> None:
+def _claim(root: str, bucket: str, name: str) -> Claim:
     from vibe_worktree.core.layout import Claim, Root
+
+    return Claim(Root(os.path.dirname(root), root), bucket, name)
+
+
+def _setup_done(claim: Claim, setup_id: str) -> None:
+    from vibe_worktree.lifecycle.setup_state import settle
+
+    try:
+        settle(claim, [setup_id])
+    except OSError as exc:  # the setup then reads incomplete: `vwt new NAME` runs it again
+        print(f"[vwt] {_stamp()} could not record the hook's success: {exc}", flush=True)
+
+
+def _let_go(claim: Claim, fd: int) -> None:
     from vibe_worktree.core.locks import let_go_inherited
 
     try:
-        let_go_inherited(Claim(Root(os.path.dirname(root), root), bucket, name), fd)
+        let_go_inherited(claim, fd)
     except OSError as exc:  # the kernel drops the lock anyway when this process ends
         print(f"[vwt] {_stamp()} could not delete the holder file: {exc}", flush=True)
 
@@ -131,7 +149,7 @@ def _supervise(timeout: float, command: str, host: Host | None, foreground: bool
         return Ended(None, child.returncode)
     if why == TIMED_OUT:
         return _kill_at_timeout(child)
-    return Ended(why, how=_stop_group(child))
+    return Ended(why, how=stop_group(child))
 
 
 def _kill_at_timeout(child: subprocess.Popen[bytes]) -> Ended:
@@ -181,17 +199,21 @@ def _wait(child: subprocess.Popen[bytes], timeout: float, host: Host | None,
             os.close(fd)
 
 
-def _stop_group(child: subprocess.Popen[bytes]) -> str:
-    """SIGTERM to the hook's group, SIGKILL to whatever of it is left after GRACE. The
-    leader is reaped only afterwards: until then its pid cannot name another group."""
-    _signal_group(child.pid, signal.SIGTERM)
-    deadline = time.monotonic() + GRACE
-    while time.monotonic() < deadline and _group_runs(child.pid):
-        time.sleep(0.02)
-    killed = _group_runs(child.pid)
-    _signal_group(child.pid, signal.SIGKILL)
-    child.wait()
-    return f"SIGKILL after {GRACE:g} s" if killed else "SIGTERM"
+def stop_group(child: subprocess.Popen[bytes], first: int = signal.SIGTERM) -> str:
+    """`first` (SIGTERM) to the hook's group, SIGKILL to whatever of it is left after GRACE
+    (also when this wait is itself interrupted). The leader is reaped only afterwards:
+    until then its pid cannot name another group."""
+    killed = True
+    try:
+        _signal_group(child.pid, first)
+        deadline = time.monotonic() + GRACE
+        while time.monotonic() < deadline and _group_runs(child.pid):
+            time.sleep(0.02)
+        killed = _group_runs(child.pid)
+    finally:
+        _signal_group(child.pid, signal.SIGKILL)
+        child.wait()
+    return f"SIGKILL after {GRACE:g} s" if killed else signal.Signals(first).name
 
 
 def _signal_group(pgid: int, signum: int) -> None:

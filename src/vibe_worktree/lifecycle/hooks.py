@@ -26,6 +26,7 @@ except ImportError:  # pragma: no cover - other Pythons
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import subprocess
     from typing import Any
 
     from ..core.host import Host
@@ -74,6 +75,11 @@ class Hook(NamedTuple):
     # gitignore-style patterns: a worktree taken from the pool runs this post_create hook
     # again only when a changed path matches one (None: whenever the start point moved)
     inputs: tuple[str, ...] | None = None
+
+    @property
+    def setup_id(self) -> str:
+        """How the record's `setup_pending` names it (a name is unique within its file)."""
+        return f"{self.source}:{self.name}"
 
     @property
     def key(self) -> str:
@@ -319,14 +325,17 @@ class Runner(NamedTuple):
 
 
 Reuse = Callable[[Hook], "HookResult | None"]  # a result that stands in for running it
+Settled = Callable[[Hook, "HookResult"], None]
 
 
 def run_hooks(runner: Runner, kind: str, hooks: Sequence[Hook], ctx: Context, cwd: str,
               claim: Claim | None = None, stop_on_failure: bool = False,
-              reuse: Reuse | None = None) -> list[HookResult]:
+              reuse: Reuse | None = None, settled: Settled | None = None
+              ) -> list[HookResult]:
     """Run the hooks of `kind` in order. `claim`: hold the worktree while each one runs
     (a background one holds it until it ends). `reuse`: the result a hook already had
-    (a pool entry's), so it need not run again; None runs it."""
+    (a pool entry's), so it need not run again; None runs it. `settled`: told each hook's
+    result as soon as it is known."""
     wanted = [h for h in hooks if h.type == kind]
     if not wanted:
         return []
@@ -336,25 +345,28 @@ def run_hooks(runner: Runner, kind: str, hooks: Sequence[Hook], ctx: Context, cw
         if any(h.source == PROJECT for h in wanted_to_run) else set()
     results = []
     for hook in wanted:
-        if hook.name in reused:
-            results.append(reused[hook.name])
-            continue
-        if not is_approved(hook, keys) and not _approve_now(runner, ctx.bucket, hook):
-            runner.warn(f"project hook {hook.name} ({hook.type}) is not approved, so it did "
-                        f"not run; see vwt hooks, then vwt hooks approve {hook.name}")
-            results.append(HookResult(hook.name, hook.type, hook.source, SKIPPED_UNAPPROVED))
-            continue
-        if hook.background:
-            results.append(_start_background(runner, hook, ctx, cwd, claim))
-            continue
-        result = _run_held(runner, hook, ctx, cwd, claim)
-        if result.failed:
-            how = "timed out" if result.status == TIMED_OUT else f"exited {result.exit_code}"
-            runner.warn(f"hook {hook.name} ({hook.type}) {how}")
+        result = reused.get(hook.name) or _run_one(runner, hook, ctx, cwd, claim, keys)
         results.append(result)
+        if settled is not None:
+            settled(hook, result)
         if result.failed and stop_on_failure:
             break
     return results
+
+
+def _run_one(runner: Runner, hook: Hook, ctx: Context, cwd: str, claim: Claim | None,
+             keys: set[str]) -> HookResult:
+    if not is_approved(hook, keys) and not _approve_now(runner, ctx.bucket, hook):
+        runner.warn(f"project hook {hook.name} ({hook.type}) is not approved, so it did "
+                    f"not run; see vwt hooks, then vwt hooks approve {hook.name}")
+        return HookResult(hook.name, hook.type, hook.source, SKIPPED_UNAPPROVED)
+    if hook.background:
+        return _start_background(runner, hook, ctx, cwd, claim)
+    result = _run_held(runner, hook, ctx, cwd, claim)
+    if result.failed:
+        how = "timed out" if result.status == TIMED_OUT else f"exited {result.exit_code}"
+        runner.warn(f"hook {hook.name} ({hook.type}) {how}")
+    return result
 
 
 def _approve_now(runner: Runner, bucket: str, hook: Hook) -> bool:
@@ -385,28 +397,45 @@ def _run_held(runner: Runner, hook: Hook, ctx: Context, cwd: str,
 
 def run_foreground(hook: Hook, ctx: Context, cwd: str) -> HookResult:
     """`sh -c` in its own process group, output on our stderr (stdout is the result's),
-    stdin /dev/null; on timeout the whole group is killed."""
+    stdin /dev/null; on timeout the whole group is killed. Interrupted (Ctrl-C, SIGTERM),
+    the group gets the same signal, as it would in a terminal's foreground, then SIGKILL
+    a moment later if any of it is left."""
     import signal
     import subprocess
 
-    try:
+    child = None
+    try:  # from before the start: an interruption right after it still stops the hook
         child = subprocess.Popen(["/bin/sh", "-c", hook.command], cwd=cwd, env=ctx.env(hook),
                                  stdin=subprocess.DEVNULL, stdout=_stderr_fd(),
                                  start_new_session=True)
-    except OSError as exc:
-        raise VwtError(f"hook {hook.name} could not start: {exc.strerror}") from None
-    try:
         code = child.wait(timeout=hook.timeout)
     except subprocess.TimeoutExpired:
+        assert child is not None
         _kill_group(child.pid, signal.SIGKILL)
         child.wait()
         return HookResult(hook.name, hook.type, hook.source, TIMED_OUT, None)
-    except BaseException:
-        _kill_group(child.pid, signal.SIGKILL)
-        child.wait()
+    except BaseException as exc:
+        if child is not None:
+            _stop_foreground(child, exc)
+        elif isinstance(exc, OSError):
+            raise VwtError(f"hook {hook.name} could not start: {exc.strerror}") from None
         raise
     status = OK if code == 0 else FAILED
     return HookResult(hook.name, hook.type, hook.source, status, code)
+
+
+def _stop_foreground(child: subprocess.Popen[bytes], why: BaseException) -> None:
+    """Interrupted (Ctrl-C; SIGTERM as `Interrupted`), the hook's group gets the same
+    signal, then SIGKILL a moment later; any other failure kills it at once."""
+    import signal
+
+    from .hook_supervisor import stop_group
+
+    if isinstance(why, KeyboardInterrupt):
+        stop_group(child, getattr(why, "signum", signal.SIGINT))
+    else:
+        _kill_group(child.pid, signal.SIGKILL)
+        child.wait()
 
 
 def run_tied(hook: Hook, ctx: Context, cwd: str, host: Host) -> HookResult:
@@ -487,7 +516,7 @@ def _start_background(runner: Runner, hook: Hook, ctx: Context, cwd: str,
             out.flush()
             child = subprocess.Popen(
                 [sys.executable, "-m", "vibe_worktree.lifecycle.hook_supervisor", str(hook.timeout),
-                 hook.command, *_host_args(runner.host), *_holder_args(claim, fds)],
+                 hook.command, *_host_args(runner.host), *_holder_args(claim, fds, hook)],
                 cwd=cwd, env=ctx.env(hook), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                 start_new_session=True, close_fds=True, pass_fds=fds,
             )
@@ -540,11 +569,12 @@ def _host_args(host: Host | None) -> list[str]:
     return [] if host is None else ["--host", str(host.pid), host.started]
 
 
-def _holder_args(claim: Claim | None, fds: tuple[int, ...]) -> list[str]:
-    """How the supervisor finds the hold it inherits, to delete it when the hook ends."""
+def _holder_args(claim: Claim | None, fds: tuple[int, ...], hook: Hook) -> list[str]:
+    """How the supervisor finds the hold it inherits, to delete it when the hook ends, and
+    the hook's id, to take it out of the record's pending setup once it succeeded."""
     if claim is None or not fds:
         return []
-    return [claim.root.path, claim.bucket, claim.name, str(fds[0])]
+    return [claim.root.path, claim.bucket, claim.name, str(fds[0]), hook.setup_id]
 
 
 # -- the commands' entry points ---------------------------------------------------------------
@@ -561,19 +591,18 @@ def check_user_file(home: str) -> None:
     load_file(user_file(home), USER)
 
 
-def after_create(runner: Runner, claim: Claim, ctx: Context, sparse: bool = False,
-                 reuse: Reuse | None = None) -> list[HookResult]:
-    """post_create: the user's hooks, then those of the new checkout's own
+def post_create_hooks(home: str, ctx: Context, sparse: bool = False) -> list[Hook]:
+    """The user's post_create hooks, then those of the new checkout's own
     `.vibe/worktree.toml` (a sparse one's: of its HEAD, the start point of a new one; a
-    restored one's base is older than that). Never fails the creation: a broken file is a
-    warning."""
-    try:
-        found = load_all(runner.home, ctx.path, "HEAD" if sparse else None)
-    except HooksFileError as exc:
-        runner.warn(f"{exc.message.removesuffix('; fix it or pass --no-hooks')}; "
-                    "no hook of that file ran")
-        return []
-    return run_hooks(runner, POST_CREATE, found, ctx, ctx.path, claim, reuse=reuse)
+    restored one's base is older than that); HooksFileError."""
+    found = load_all(home, ctx.path, "HEAD" if sparse else None)
+    return [h for h in found if h.type == POST_CREATE]
+
+
+def warn_broken(runner: Runner, exc: HooksFileError) -> None:
+    """A broken file never fails a creation: a warning, and none of its hooks runs."""
+    runner.warn(f"{exc.message.removesuffix('; fix it or pass --no-hooks')}; "
+                "no hook of that file ran")
 
 
 def before_remove(runner: Runner, ctx: Context) -> tuple[tuple[HookResult, ...], str | None]:

@@ -1,0 +1,184 @@
+"""Whether a worktree's setup finished: its post_create hooks, as its record keeps them.
+
+A hook that failed, timed out or was cut short (Ctrl-C, a kill) leaves a worktree that
+works but lacks what the hook makes (dependencies, a build), so it must never read as done.
+The record says which hooks are still to succeed, in `setup_pending` (a key of our own:
+Vibe keeps keys it does not know, and a new file in the claim folder would stop its rmdir):
+
+- absent: done (also every record Vibe or an older vwt wrote);
+- `true`: the post_create hooks are due and none is known to have succeeded: written with
+  the reservation and kept in the record that gets the base commit, so a kill at any moment
+  after it still reads as unfinished (the creation drops it when there is no hooks file);
+- a list of `user:NAME` / `project:NAME`: the hooks that have not succeeded yet. A hook is
+  in it before it starts and taken out once it succeeded (a background hook by its keeper).
+
+`vwt new NAME` that reuses the worktree runs those hooks again, and only those.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Collection
+
+from ..core.errors import HeldError
+from ..core.layout import Claim
+from ..core.locks import (
+    acquire_holder,
+    being_removed,
+    live_holders,
+    registry_lock,
+    running_hooks,
+)
+from ..core.records import CorruptRecord, Record, read_record, write_record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .hooks import Context, Hook, HookResult, Reuse, Runner
+
+KEY = "setup_pending"
+DONE = "done"
+RUNNING = "running"  # a post_create hook still runs (in the background, or for a live `new`)
+INCOMPLETE = "incomplete"
+HOLDER = ".setup"  # held by the `new` (or `restore`) running the post_create hooks
+
+
+def any_hooks_file(home: str, checkout: str) -> bool:
+    """Two stats, so that the hooks module (and TOML) loads only where hooks exist."""
+    return (os.path.exists(f"{home}/worktree.toml")
+            or os.path.exists(f"{checkout}/.vibe/worktree.toml"))
+
+
+def hooks_due(home: str, checkout: str, sparse: Collection[str]) -> bool:
+    """post_create hooks may run for this new checkout (a sparse one's project hooks are
+    read from its start point, so it may have some without a file in it)."""
+    return bool(sparse) or any_hooks_file(home, checkout)
+
+
+# -- the record's key -------------------------------------------------------------------------
+def pending(record: Record) -> bool:
+    """Some post_create hook is still to succeed."""
+    value = record.extra.get(KEY) if record.extra else None
+    return value is True or (isinstance(value, list) and bool(pending_ids(record)))
+
+
+def still_pending(claim: Claim) -> bool:
+    """The worktree's record says some post_create hook is still to succeed."""
+    try:
+        return pending(read_record(claim.record_path, claim.name))
+    except (OSError, CorruptRecord):
+        return False
+
+
+def pending_ids(record: Record) -> frozenset[str] | None:
+    """The ids of the hooks still to succeed; None: every post_create hook (`true`)."""
+    value = record.extra.get(KEY) if record.extra else None
+    if value is True:
+        return None
+    if isinstance(value, list):
+        return frozenset(v for v in value if isinstance(v, str))
+    return frozenset()  # anything else we did not write: nothing is known to be due
+
+
+def marked(record: Record) -> Record:
+    """The record with every post_create hook due."""
+    return record._replace(extra={**record.extra, KEY: True})
+
+
+def unmarked(record: Record) -> Record:
+    """The record with nothing due."""
+    if KEY not in record.extra:
+        return record
+    return record._replace(extra={k: v for k, v in record.extra.items() if k != KEY})
+
+
+def _with_pending(record: Record, ids: Collection[str]) -> Record:
+    if not ids:
+        return unmarked(record)
+    return record._replace(extra={**record.extra, KEY: sorted(ids)})
+
+
+def state(record: Record, holders: list[str]) -> str:
+    """`running`, `incomplete` or `done` for a ready worktree with these live holders."""
+    if HOLDER in holders or running_hooks(holders):
+        return RUNNING
+    return INCOMPLETE if pending(record) else DONE
+
+
+def settle(claim: Claim, succeeded: Collection[str]) -> None:
+    """Take the hooks that `succeeded` out of the record's pending ones. A read, change and
+    write under the registry lock, so a background hook's keeper and the `new` running the
+    other hooks never undo each other's step; nothing is written when nothing changes."""
+    def without(record: Record) -> Record:
+        due = pending_ids(record)
+        if due is None or not due & set(succeeded):
+            return record
+        return _with_pending(record, due - set(succeeded))
+
+    _rewrite(claim, without)
+
+
+def _rewrite(claim: Claim, change: Callable[[Record], Record]) -> None:
+    with registry_lock(claim.root):
+        try:
+            record = read_record(claim.record_path, claim.name)
+        except (OSError, CorruptRecord):
+            return  # gone or not ours to rewrite: list and doctor say so
+        changed = change(record)
+        if changed != record:
+            write_record(claim.record_path, changed)
+
+
+# -- running the hooks ------------------------------------------------------------------------
+def run(runner: Runner, claim: Claim, ctx: Context, sparse: bool, reuse: Reuse | None,
+        rerun: bool) -> list[HookResult]:
+    """The post_create hooks of a new worktree, or with `rerun` those of a reused one that
+    did not succeed, held (`.setup`) from start to end so that no removal comes in between
+    and no second `new` runs them at the same time. The record says which are still due
+    before each one starts, and no longer lists one once it succeeded."""
+    from . import hooks
+
+    try:
+        hold = acquire_holder(claim, HOLDER)
+    except HeldError:
+        if not rerun or being_removed(claim):
+            raise
+        runner.warn(f"{claim.name}: another process is running its setup; not run again")
+        return []
+    with hold:
+        try:
+            record = read_record(claim.record_path, claim.name)
+        except (OSError, CorruptRecord):
+            return []
+        if rerun and not pending(record):
+            return []  # another `new` finished it meanwhile
+        due = pending_ids(record)
+        try:
+            found = hooks.post_create_hooks(runner.home, ctx, sparse)
+        except hooks.HooksFileError as exc:
+            hooks.warn_broken(runner, exc)
+            return []  # still due: once the file is fixed, `vwt new NAME` runs them
+        if rerun and due is not None:
+            found = [h for h in found if h.setup_id in due]
+        with registry_lock(claim.root):
+            running = set(running_hooks(live_holders(claim)))
+        due_now = [h.setup_id for h in found]
+        _noting(runner, claim, lambda: _rewrite(claim, lambda r: _with_pending(r, due_now)))
+        wanted = [h for h in found if h.name not in running]  # a keeper still runs those
+
+        def settled(hook: Hook, result: HookResult) -> None:
+            # skipped unapproved: a decision (no terminal, or "no"), not a failure
+            if result.status in (hooks.OK, hooks.SKIPPED_UNAPPROVED):
+                _noting(runner, claim, lambda: settle(claim, [hook.setup_id]))
+
+        return hooks.run_hooks(runner, hooks.POST_CREATE, wanted, ctx, ctx.path, claim,
+                               reuse=reuse, settled=settled)
+
+
+def _noting(runner: Runner, claim: Claim, write: Callable[[], None]) -> None:
+    """A write of the setup's state that must not fail the creation (a full disk): the
+    record then says less has succeeded than has, which only runs a hook again."""
+    try:
+        write()
+    except OSError as exc:
+        runner.warn(f"{claim.name}: could not record its setup's progress "
+                    f"({exc.strerror or exc}); vwt new {claim.name} may run a hook again")
