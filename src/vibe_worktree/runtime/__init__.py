@@ -1,0 +1,1 @@
+"""Each session its own running app: its ports, its environment, its processes."""

@@ -1,0 +1,131 @@
+"""The processes/ports report of `vwt ps`: real servers in real worktrees, and the
+mismatch of a leased port served from another folder."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Repo, Sandbox, Vwt
+from vibe_worktree.core.layout import Root
+from vibe_worktree.runtime.ps import PsReport, report
+
+from .conftest import Procs, free_port
+
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc")
+
+
+def lease(repo: Repo, name: str, *ports: int) -> None:
+    """Give NAME a lease as the lease table does: the record's `ports` list."""
+    repo.edit_record(name, ports=list(ports))
+
+
+def ps(sandbox: Sandbox, repo: Repo, name: str | None = None) -> PsReport:
+    return report(Root.at(str(sandbox.vibe_home)), [repo.bucket], name)
+
+
+def worktree(found: PsReport, name: str) -> dict[str, Any]:
+    [item] = [w.to_json() for w in found.worktrees if w.name == name]
+    return item
+
+
+def test_a_server_inside_its_worktree_on_its_lease_is_no_mismatch(
+        sandbox: Sandbox, repo: Repo, vwt: Vwt, procs: Procs) -> None:
+    path = Path(vwt.new("web")["path"])
+    port = free_port()
+    lease(repo, "web", port)
+    (path / "static").mkdir()
+    pid = procs.server(path / "static", port)
+    found = ps(sandbox, repo)
+    item = worktree(found, "web")
+    assert item["ports"] == [port]
+    assert item["processes"] == [{"pid": pid, "command": item["processes"][0]["command"],
+                                  "listening": [port]}]
+    assert "http.server" in item["processes"][0]["command"]
+    assert item["port_owners"] == [{"port": port, "pid": pid,
+                                    "command": item["processes"][0]["command"],
+                                    "cwd": str(path / "static"), "inside": True, "uid": None}]
+    assert found.mismatches == []
+    assert found.worktrees[0].links == [f"http://127.0.0.1:{port}/"]
+
+
+def test_a_lease_port_served_from_the_main_checkout_is_a_mismatch(
+        sandbox: Sandbox, repo: Repo, vwt: Vwt, procs: Procs) -> None:
+    vwt.new("web")
+    port = free_port()
+    lease(repo, "web", port)
+    pid = procs.server(repo.path, port)
+    found = ps(sandbox, repo)
+    item = worktree(found, "web")
+    assert item["processes"] == []
+    assert [(o["port"], o["pid"], o["inside"]) for o in item["port_owners"]] == [
+        (port, pid, False)]
+    [mismatch] = found.mismatches
+    assert mismatch.message == f"port {port} of web is served by pid {pid} in {repo.path}"
+    assert found.to_json()["mismatches"] == [{
+        "name": "web", "bucket": repo.bucket, "port": port, "pid": pid, "cwd": str(repo.path),
+        "message": mismatch.message}]
+
+
+def test_a_lease_port_served_from_another_worktree_is_a_mismatch_of_the_lease_holder(
+        sandbox: Sandbox, repo: Repo, vwt: Vwt, procs: Procs) -> None:
+    vwt.new("web")
+    other = Path(vwt.new("api")["path"])
+    web_port, api_port = free_port(), free_port()
+    lease(repo, "web", web_port)
+    lease(repo, "api", api_port)
+    pid = procs.server(other, web_port)  # api's session started its server on web's port
+    found = ps(sandbox, repo)
+    api = worktree(found, "api")
+    assert [(p["pid"], p["listening"]) for p in api["processes"]] == [(pid, [web_port])]
+    assert api["port_owners"] == []  # nothing listens on api's own port
+    assert [m.message for m in found.mismatches] == [
+        f"port {web_port} of web is served by pid {pid} in {other}"]
+
+
+def test_every_process_inside_is_listed_with_what_it_listens_on(
+        sandbox: Sandbox, repo: Repo, vwt: Vwt, procs: Procs) -> None:
+    path = Path(vwt.new("web")["path"])
+    sleeper = procs.sleeper(path)
+    nested = procs.orphan(path)
+    port = free_port()  # not leased: still shown, and linked
+    server = procs.server(path, port)
+    found = ps(sandbox, repo, "web")
+    item = worktree(found, "web")
+    assert {p["pid"]: p["listening"] for p in item["processes"]} == {
+        sleeper: [], nested: [], server: [port]}
+    assert item["ports"] == [] and item["port_owners"] == []
+    assert found.worktrees[0].links == [f"http://127.0.0.1:{port}/"]
+
+
+def test_the_lease_table_gives_the_first_port_when_the_record_has_no_list(
+        sandbox: Sandbox, repo: Repo, vwt: Vwt, procs: Procs) -> None:
+    vwt.new("web")
+    port = free_port()
+    table = sandbox.vibe_home / "worktrees" / ".claims" / ".ports.json"
+    table.write_text(json.dumps({f"{repo.bucket}/web": port}))
+    pid = procs.server(repo.path, port)
+    [mismatch] = ps(sandbox, repo).mismatches
+    assert (mismatch.name, mismatch.port, mismatch.pid) == ("web", port, pid)
+
+
+def test_name_picks_one_worktree_and_snapshots_are_left_out(
+        sandbox: Sandbox, repo: Repo, vwt: Vwt) -> None:
+    vwt.new("web")
+    vwt.new("gone")
+    (Path(repo.checkout("gone")) / "work.txt").write_text("work\n")
+    vwt.ok("rm", "gone", "-y")  # dirty: snapshotted, listed as a snapshot
+    assert [w.name for w in ps(sandbox, repo).worktrees] == ["web"]
+    assert [w.name for w in ps(sandbox, repo, "web").worktrees] == ["web"]
+    assert ps(sandbox, repo, "nope").worktrees == ()
+
+
+def test_the_report_itself_is_not_a_process_inside(
+        sandbox: Sandbox, repo: Repo, vwt: Vwt, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = Path(vwt.new("web")["path"])
+    monkeypatch.chdir(path)
+    assert worktree(ps(sandbox, repo), "web")["processes"] == []
