@@ -433,7 +433,9 @@ class Worktrees:
             raise
         if plan is not None and filling is not None:
             try:
-                created = _carry.finish(plan, created, move, self.warn, filling)
+                made = _carry.Made(created.name, created.path, created.created)
+                carried = _carry.finish(plan, made, move, self.warn, filling)
+                created = created._replace(carried=carried)
             finally:
                 filling.give_room_back()
         if hooks and (created.created or created.setup_pending):
@@ -501,11 +503,11 @@ class Worktrees:
         claim = self.root.claim(created.bucket, created.name)
         reuse = None
         if created.taken is not None:  # the pool ran them: again only where inputs changed
-            from .lifecycle.pool import rerun_decider
+            from .lifecycle.pool_take import rerun_decider
 
             reuse = rerun_decider(created.taken, created.base_commit)
-        results = setup_state.run(runner, claim, ctx, bool(created.sparse), reuse,
-                                  rerun=not created.created)
+        results = _hooks.run_setup(runner, claim, ctx, bool(created.sparse), reuse,
+                                   rerun=not created.created)
         return created._replace(hooks=tuple(results),
                                 setup_pending=setup_state.still_pending(claim))
 

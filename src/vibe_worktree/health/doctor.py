@@ -357,8 +357,7 @@ def _pool_problems(root: Root) -> list[Problem]:
 def _failed_fill(root: Root, bucket: str, repo_root: str | None) -> list[Problem]:
     """The pool's last fill failed (a background refill nobody watched, most often): no
     entry is ready until the cause is fixed, and the log says what the hook printed."""
-    from ..lifecycle.pool import folder
-    from ..lifecycle.pool_fill import fill_log, last_error
+    from ..lifecycle.pool import fill_log, folder, last_error
 
     failed = last_error(root, bucket)
     if failed is None:

@@ -55,7 +55,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .carry import Carried
     from .hooks import HookResult
-    from .pool import Taken
+    from .pool_take import Taken
 
 Warn = Callable[[str], None]
 Fill = Callable[[str], None]  # puts carried work into a fresh checkout (carry.Plan.fill)
@@ -186,18 +186,18 @@ def _take_from_pool(repo: Repo, claim: Claim, record: Record, start: Start, out:
     the pool has none that fits (one stat when there is no pool)."""
     if not os.path.isdir(f"{repo.root.path}/.pool/{repo.bucket}"):
         return None
-    from . import pool
+    from . import pool_take
 
-    taken = pool.take(repo.root, repo.bucket, record.sparse, start.commit, claim.checkout,
+    taken = pool_take.take(repo.root, repo.bucket, record.sparse, start.commit, claim.checkout,
                       out.warn)
     if taken is None:
         return None
     checkpoint("new.pool_taken")
     try:
-        taken = pool.check_out(taken, claim.checkout, record.branch, start.commit,
+        taken = pool_take.check_out(taken, claim.checkout, record.branch, start.commit,
                                start.create_branch)
     except BaseException:
-        pool.discard_placed(repo.root, repo.git, claim.checkout)
+        pool_take.discard_placed(repo.root, repo.git, claim.checkout)
         raise
     return taken
 
