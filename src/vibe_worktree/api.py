@@ -53,9 +53,6 @@ from .lifecycle.worktrees import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .agents.activity import Activity
-    from .agents.adopt import AdoptResult
-    from .agents.foreign import Foreign
     from .core.host import Host
     from .core.integration import Integration, Tips
     from .core.records import Record
@@ -66,12 +63,15 @@ if TYPE_CHECKING:
     from .landing.sync import SyncResult
     from .lifecycle import create as _create
     from .lifecycle import remove as _remove
+    from .lifecycle.adopt import AdoptResult
     from .lifecycle.create import Created
+    from .lifecycle.foreign import Foreign
     from .lifecycle.hooks import Ask, HookResult
     from .lifecycle.hooks import Listed as ListedHook
     from .lifecycle.pool import PoolStatus
     from .lifecycle.prune import PruneResult
     from .lifecycle.remove import Confirm, Removal, Snapshot
+    from .sessions.activity import Activity
 
 Warn = Callable[[str], None]
 HOLDER_ENV = "VWT_HOLDER_ID"
@@ -829,12 +829,35 @@ class Worktrees:
             max_size = parse_size(max_size)
         return prune(self.root, keep, dry_run, self.warn, merged, max_size)
 
+    # -- agent sessions ----------------------------------------------------------------------
+    def hold_for_session(self, name: str, session: str, host: Host) -> str | None:
+        """Hold NAME until the agent process `host` dies or `session` ends (a detached
+        watcher keeps the hold); the holder id, or None when this session holds it already."""
+        from .sessions.holds import hold_for_session
+
+        return hold_for_session(self.claim(name), session, host,
+                                lambda holder_id: self.hold(name, holder_id))
+
+    def release_session(self, name: str, session: str) -> builtins.list[str]:
+        """Let go of NAME's holds of `session`; the holder ids that went."""
+        from .sessions.holds import release_session
+
+        return release_session(self.claim(name), session)
+
+    def end_session(self, session: str) -> int:
+        """The session ended: its activity is forgotten and every hold it has, in every
+        repository, let go. How many holds went."""
+        from .sessions import activity, holds
+
+        activity.clear(self.root.home, session)
+        return holds.release_everywhere(self.root, session)
+
     # -- other tools' worktrees --------------------------------------------------------------
     def foreign(self, *, all_repos: bool = False) -> Sequence[Foreign]:
         """The git worktrees other tools made (Claude Code, Codex, Cursor, `git worktree
         add`): not managed, the main working tree excepted; of every repository that has a
         bucket with `all_repos`. Changes nothing."""
-        from .agents.foreign import list_foreign, repos_with_buckets
+        from .lifecycle.foreign import list_foreign, repos_with_buckets
 
         if not all_repos:
             return list_foreign(self.root, [self.repo.info])
@@ -848,7 +871,7 @@ class Worktrees:
         """Move each worktree at `paths` (relative to `cwd`), or with `all_foreign` each one
         `foreign()` lists, under management; `result.refused` says which were not, and why
         (nothing of those changed)."""
-        from .agents.adopt import adopt_paths
+        from .lifecycle.adopt import adopt_paths
 
         if all_foreign == bool(paths):
             raise VwtError("name the worktrees to adopt (PATH...), or pass --all", 2)
@@ -935,7 +958,7 @@ class Worktrees:
 
 def _with_activity(root: Root, rows: list[Listed]) -> list[Listed]:
     """§14: the live agent activity of each row (one folder listing per bucket)."""
-    from .agents.activity import FOLDER, of_bucket
+    from .sessions.activity import FOLDER, of_bucket
 
     if not os.path.isdir(f"{root.home}/{FOLDER}"):
         return rows
@@ -945,7 +968,7 @@ def _with_activity(root: Root, rows: list[Listed]) -> list[Listed]:
 
 
 def _activity_of(root: Root, claim: Claim) -> Activity | None:
-    from .agents.activity import current
+    from .sessions.activity import current
 
     return current(root.home, claim)
 

@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import TextIO
 
-    from .agents.foreign import Foreign
     from .api import Listed
+    from .lifecycle.foreign import Foreign
     from .lifecycle.pool import PoolStatus
 
 RESET = "\033[0m"

@@ -8,7 +8,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "vibe_worktree"
 LAYERS = [
     {"core"},
     {"lifecycle"},
-    {"landing", "health"},
+    {"landing", "health", "sessions"},
     {"api", "schema", "agents"},  # agents: the API as agents see it (hooks, activity)
     {"render", "board", "integrations"},
     {"cli", "__main__", "__init__"},

@@ -19,7 +19,7 @@ from ..core.locks import STARTING, Holder, acquire_holder, prune_lock
 from ..core.names import candidate_names, path_segment_problem, random_slug, slugify
 from ..core.processes import processes_inside
 from ..core.records import Record, utc_now
-from ..lifecycle.adoption import (
+from .adoption import (
     Refused,
     adoption_record,
     finish_interrupted,
@@ -30,9 +30,9 @@ from ..lifecycle.adoption import (
     move_in,
     source_of,
 )
-from ..lifecycle.create import _reserve, _unreserve
-from ..lifecycle.worktrees import Checkout, Repo, load_entry
+from .create import _reserve, _unreserve
 from .foreign import made_by
+from .worktrees import Checkout, Repo, load_entry
 
 NOT_FOUND = "not_found"
 NOT_A_WORKTREE = "not_a_worktree"
