@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import TextIO
 
-    from .api import Listed
     from .lifecycle.foreign import Foreign
+    from .lifecycle.listing import Listed
     from .lifecycle.pool import PoolStatus
 
 RESET = "\033[0m"

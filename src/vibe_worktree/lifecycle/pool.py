@@ -38,7 +38,7 @@ from ..core.records import parse_timestamp, utc_now, write_json_atomically
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    pass
+    from .worktrees import Repo
 
 POOL = ".pool"
 READY = ".json"
@@ -519,6 +519,33 @@ def entry_ages(root: Root, bucket: str) -> list[tuple[str, float]]:
     """(path, created epoch) of each ready entry, oldest first (for prune by size)."""
     return [(e.path, parse_timestamp(e.created_at)) for e in contents(root, bucket).ready]
 
+
+def drain_pools(root: Root, repo: Repo | None, warn: Warn) -> list[PoolStatus]:
+    """Empty `repo`'s pool, or with None every repository's (a pool whose repository is
+    gone is left alone); each pool's status after."""
+    targets: list[tuple[str, str, str | None]] = []
+    if repo is not None:
+        targets = [(repo.bucket, repo.info.common_dir, repo.info.repo_root)]
+    else:
+        for bucket in pool_buckets(root):
+            repo_root = repo_root_of(root, bucket)
+            common = _common_dir_or_none(repo_root)
+            if common is None:
+                warn(f"pool {bucket}: its repository is gone; left alone")
+                continue
+            targets.append((bucket, common, repo_root))
+    for bucket, common_dir, _repo_root in targets:
+        drain(root, bucket, common_dir, warn)
+    return [status_of(root, bucket, repo_root) for bucket, _common, repo_root in targets]
+
+
+def _common_dir_or_none(repo_root: str | None) -> str | None:
+    if repo_root is None or not os.path.isdir(repo_root):
+        return None
+    try:
+        return g.discover(repo_root).common_dir
+    except VwtError:
+        return None
 
 __all__ = ["Entry", "PoolStatus", "drain"]
 
