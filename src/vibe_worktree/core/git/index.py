@@ -12,7 +12,6 @@ from contextlib import contextmanager, suppress
 from typing import NamedTuple
 
 from ..errors import says_disk_full
-from ..index_files import MOVE, IndexBusy, locked_index, private_copy, release_dead_locks_of_repo
 from ..processes import Finished
 from .refs import GITLINK, blob_contents, changed_paths, rev_parse, tree_entries
 from .runner import Git, first_line, repo_filter_drivers
@@ -190,6 +189,8 @@ def move_checkout_check(git: Git, old: str, new: str) -> str | None:
     """Why moving this checkout from `old` to `new` (as `git merge --ff-only` would) would
     overwrite local changes, untracked files in the way included; None when it would not.
     Asked of a private copy of its index: nothing of the checkout is written or locked."""
+    from ..index_files import private_copy  # only moves need the index files
+
 
     copy = private_copy(index_path(git))
     try:
@@ -206,6 +207,8 @@ def move_checkout_check(git: Git, old: str, new: str) -> str | None:
 def move_checkout(git: Git, old: str, new: str) -> str | None:
     """Two-tree merge of index and files from `old` to `new`, keeping unrelated local
     changes; the error line, or None (see `checkout_move`)."""
+    from ..index_files import IndexBusy  # only moves need the index files
+
 
     try:
         with checkout_move(git, old, new) as move:
@@ -266,6 +269,8 @@ def checkout_move(git: Git, old: str, new: str) -> Iterator[CheckoutMove]:
     replaces the index when the block ends without an exception. A kill leaves a lock that
     the next `vwt merge`, `vwt sync` or `vwt prune` recognises as a dead vwt's and whose move it
     finishes (`repair_repo`). IndexBusy: another git holds the lock."""
+    from ..index_files import MOVE, locked_index  # only moves need the index files
+
 
     with locked_index(index_path(git), f"{MOVE} {old} {new}") as copy:
         yield CheckoutMove(git, old, new, copy)
@@ -428,6 +433,8 @@ def repair_repo(common_dir: str) -> list[str]:
     moves they interrupted (the branch had moved, the files and index not all): each file
     the move had written is put back, then the checkout is moved again. Returns what was
     done, one line each, for a warnin"""
+    from ..index_files import MOVE, release_dead_locks_of_repo  # only moves need the index files
+
     done = []
     for git_dir, note in release_dead_locks_of_repo(common_dir):
         where = _work_tree_of(common_dir, git_dir)
