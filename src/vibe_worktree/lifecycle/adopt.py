@@ -30,7 +30,7 @@ from .adoption import (
     move_in,
     source_of,
 )
-from .create import _reserve, _unreserve
+from .create import reserve, unreserve
 from .foreign import made_by
 from .worktrees import Checkout, Repo, load_entry
 
@@ -110,7 +110,7 @@ def _adopt_one(root: Root, path: str) -> Adopted:
                 checkpoint("adopt.reserved")
                 lock_source(claim, source)
             except BaseException:
-                _unreserve(claim, starting)
+                unreserve(claim, starting)
                 raise
     except (VwtError, OSError):
         if os.path.lexists(path):
@@ -126,7 +126,7 @@ def _adopt_one(root: Root, path: str) -> Adopted:
                 raise VwtError(f"adopting {path} stopped after moving it to {claim.checkout} "
                                f"({exc.message}); run vwt prune to finish it") from None
             raise
-        _unreserve(claim, starting)
+        unreserve(claim, starting)
         raise
     starting.release()
     return Adopted(claim.checkout, claim.name, path, record.branch, tool, claim.bucket)
@@ -242,5 +242,5 @@ def _reserve_name(repo: Repo, folder: str, source: Checkout, tool: str
             Record(name=name, branch=source.branch, repo_root=repo.info.repo_root,
                    base_commit=None, branch_created=False, claimed_at=utc_now()),
             source.path, tool)
-        return claim, record, _reserve(claim, record)
+        return claim, record, reserve(claim, record)
     raise VwtError(f"all names from {base} to {base}-100 are taken in this repository")
