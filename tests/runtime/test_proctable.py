@@ -216,3 +216,14 @@ def test_another_users_process_is_unreadable_and_named_when_it_may_be_inside(
     assert pid in found["may_be_inside"]  # but named: others may enter the folder
     shared_folder.chmod(0o750)  # now no other user could have gone in
     assert pid not in look_as(12346, shared_folder)["may_be_inside"]
+
+
+def test_a_process_that_started_a_moment_ago_and_ends_at_once_is_no_user(
+        procs: Procs, folder: Path) -> None:
+    """The `git status` a board or a status line runs in a worktree for a few milliseconds
+    must not refuse a removal; a process that stays does."""
+    passing = procs.start(["sleep", "0.3"], folder)
+    staying = procs.sleeper(folder)
+    found = [p.pid for p in proctable.users([str(folder)])[str(folder)]]
+    assert found == [staying]
+    assert passing not in found

@@ -129,3 +129,57 @@ def test_the_report_itself_is_not_a_process_inside(
     path = Path(vwt.new("web")["path"])
     monkeypatch.chdir(path)
     assert worktree(ps(sandbox, repo), "web")["processes"] == []
+
+
+# -- the command ----------------------------------------------------------------------------
+def test_vwt_ps_prints_each_worktree_its_processes_and_the_mismatches(
+        repo: Repo, vwt: Vwt, procs: Procs) -> None:
+    path = Path(vwt.new("web")["path"])
+    vwt.new("api")
+    web_port, api_port = free_port(), free_port()
+    lease(repo, "web", web_port)
+    lease(repo, "api", api_port)
+    inside = procs.server(path, web_port)
+    outside = procs.server(repo.path, api_port)
+    result = vwt.ok("ps")
+    lines = result.out.splitlines()
+    assert lines[0] == f"api (ports {api_port}): nothing runs inside"
+    assert lines[1] == f"web (ports {web_port}): 1 process"
+    assert lines[2].split()[:2] == [str(inside), str(web_port)]
+    assert lines[-1] == f"port {api_port} of api is served by pid {outside} in {repo.path}"
+    document = vwt.ok("ps", "--json").json()  # checked against schemas/ps.json as well
+    assert [m["port"] for m in document["mismatches"]] == [api_port]
+
+
+def test_check_exits_1_on_a_mismatch_and_0_without(repo: Repo, vwt: Vwt, procs: Procs) -> None:
+    path = Path(vwt.new("web")["path"])
+    vwt.new("api")
+    port = free_port()
+    lease(repo, "web", port)
+    assert vwt("ps", "web", "--check").code == 0  # nothing listens: nothing to mistake
+    server = procs.server(repo.path, port)
+    refused = vwt("ps", "web", "--check", "--json")
+    assert refused.code == 1 and refused.json()["mismatches"][0]["pid"] == server
+    assert refused.err_lines == [
+        f"vwt: error: port {port} of web is served by pid {server} in {repo.path}"]
+    assert vwt("ps", "api", "--check").code == 0  # another worktree's mismatch is not api's
+    procs.cleanup()
+    procs.server(path, port)
+    assert vwt("ps", "--check").code == 0
+
+
+def test_ps_outside_a_repository_shows_every_repository(
+        repo: Repo, make_repo, vwt: Vwt, sandbox: Sandbox) -> None:  # type: ignore[no-untyped-def]
+    vwt.new("web")
+    other = make_repo("other")
+    vwt.new("api", cwd=other.path)
+    found = vwt.ok("ps", "--json", cwd=sandbox.tmp / "outside").json()
+    assert sorted(w["name"] for w in found["worktrees"]) == ["api", "web"]
+    assert [w["name"] for w in vwt.ok("ps", "--json").json()["worktrees"]] == ["web"]
+    assert sorted(w["name"] for w in vwt.ok("ps", "--all", "--json").json()["worktrees"]) == [
+        "api", "web"]
+
+
+def test_ps_of_an_unknown_name_or_with_all_is_refused(repo: Repo, vwt: Vwt) -> None:
+    assert vwt("ps", "nope").code == 1
+    assert vwt("ps", "web", "--all").code == 2

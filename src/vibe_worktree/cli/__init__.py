@@ -245,6 +245,9 @@ SUBCOMMANDS: dict[str, tuple[str, str, str, bool]] = {
            "worktrees:cmd_cd", "worktrees:name_arg", False),
     "port": ("print the worktree's stable port (exported as VWT_PORT by run and shell)",
              "runtime:cmd_port", "worktrees:name_arg", True),
+    "ps": ("the processes running inside each worktree, the ports they listen on, and who "
+           "serves each leased port",
+           "runtime:cmd_ps", "runtime:ps_args", True),
     "status": ("inspect what removing a worktree would lose",
                "worktrees:cmd_status", "worktrees:name_arg", True),
     "run": ("run a command inside a worktree while holding it",
@@ -304,10 +307,13 @@ EXAMPLES: dict[str | None, str] = {
     "path": "ls \"$(vwt path feature)\"",
     "cd": "vwt cd feature",
     "port": "vwt port web --json",
+    "ps": ("vwt ps\nvwt ps web --check   # before testing the server on web's port\n"
+           "vwt ps --all --json"),
     "status": "vwt status feature --json",
     "run": "vwt run feature -- make test",
     "shell": "vwt shell feature",
-    "rm": "vwt rm feature\nvwt rm feature -y --delete-branch --json",
+    "rm": ("vwt rm feature\nvwt rm feature -y --delete-branch --json\n"
+           "vwt rm feature --stop   # stop the dev server running in it first"),
     "snapshot": "vwt snapshot feature",
     "restore": "vwt restore feature",
     "prune": "vwt prune --dry-run\nvwt prune --keep 5 --json\nvwt prune --merged",

@@ -94,16 +94,19 @@ class Table:
     def inside(self, folders: Iterable[str], skip: Collection[int] = ()) -> dict[str, list[int]]:
         """folder -> the pids (but `skip`) whose current directory is inside it. Each
         current directory is looked up by its parents, so many folders cost no more."""
-        wanted = {_real(f): f for f in folders}
-        found: dict[str, list[int]] = {f: [] for f in wanted.values()}
+        wanted: dict[str, list[str]] = {}
+        for folder in folders:
+            wanted.setdefault(_real(folder), []).append(folder)
+        found: dict[str, list[int]] = {f: [] for f in folders}
         for pid, cwd in self.cwds.items():
             if cwd is None or pid in skip:
                 continue
             path = cwd
             while True:
-                folder = wanted.get(path)
-                if folder is not None:
-                    found[folder].append(pid)
+                named = wanted.get(path)
+                if named is not None:
+                    for folder in named:
+                        found[folder].append(pid)
                     break
                 parent = os.path.dirname(path)
                 if parent == path:
@@ -190,12 +193,68 @@ def ancestors() -> frozenset[int]:
     return frozenset(found)
 
 
-def users(folders: Sequence[str], table: Table | None = None) -> dict[str, list[Proc]]:
-    """folder -> the processes using it (their current directory is inside it), the
-    caller and its ancestors excepted: what keeps a worktree from being removed."""
+def processes_inside(folders: Sequence[str]) -> dict[str, list[int]]:
+    """folder -> the ids of the processes (this one excepted) whose current directory is
+    that folder or inside it. Other users' processes are seen only where the system lets
+    this user read them (as root, nearly always)."""
+    return scan().inside(folders, skip={os.getpid()})
+
+
+def users(folders: Sequence[str], table: Table | None = None,
+          spare: Collection[int] | None = None) -> dict[str, list[Proc]]:
+    """folder -> the processes using it (their current directory is inside it), those in
+    `spare` excepted (default: the caller and its ancestors): what keeps a worktree from
+    being removed. A process that started a moment ago gets up to SETTLE seconds to end
+    first: the `git status` another vwt (a board, a status line) runs there is not a user."""
     table = table or scan()
-    inside = table.inside(folders, skip=ancestors())
-    return {folder: table.procs(pids) for folder, pids in inside.items()}
+    inside = table.inside(folders, skip=ancestors() if spare is None else spare)
+    found = {folder: table.procs(pids) for folder, pids in inside.items()}
+    ended = _settle([p for procs in found.values() for p in procs])
+    return {folder: [p for p in procs if p.pid not in ended] for folder, procs in found.items()}
+
+
+SETTLE = 1.0  # seconds a process younger than YOUNG gets to end before it counts as a user
+YOUNG = 2.0
+
+
+def _settle(procs: list[Proc], seconds: float = SETTLE) -> set[int]:
+    """The pids of the young processes among `procs` that ended within `seconds`."""
+    young = [p for p in procs if _age(p.started) < YOUNG]
+    ended: set[int] = set()
+    deadline = time.monotonic() + seconds
+    while young and time.monotonic() < deadline:
+        time.sleep(_POLL)
+        for proc in young:
+            stat = read_stat(proc.pid)
+            if stat is None or stat[1][0] == "Z" or stat[1][19] != proc.started:
+                ended.add(proc.pid)
+        young = [p for p in young if p.pid not in ended]
+    return ended
+
+
+def _age(started: str) -> float:
+    """Seconds since a process started, from its start time in clock ticks after boot (Linux);
+    infinity where that cannot be told (it then counts at once)."""
+    if not started.isdigit():
+        return float("inf")
+    try:
+        with open("/proc/uptime", "rb") as f:
+            uptime = float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return float("inf")
+    return uptime - int(started) / os.sysconf("SC_CLK_TCK")
+
+
+def describe(procs: Sequence[Proc], most: int = 3) -> str:
+    """`2 processes run inside it (pid 4812: npm run dev; pid 4830: node server.js)`."""
+    shown = "; ".join(f"pid {p.pid}: {_short(p.command)}" for p in procs[:most])
+    more = f"; {len(procs) - most} more" if len(procs) > most else ""
+    runs = "process runs" if len(procs) == 1 else "processes run"
+    return f"{len(procs)} {runs} inside it ({shown}{more})"
+
+
+def _short(command: str, width: int = 60) -> str:
+    return command if len(command) <= width else command[:width - 1] + "…"
 
 
 # -- Linux: /proc ---------------------------------------------------------------------------
