@@ -1,0 +1,255 @@
+"""`vwt install vibe` / `vwt uninstall vibe`: vwt's `[[hooks]]` entries in Mistral Vibe's
+hooks.toml, added and taken out as exactly those, every other byte of the file kept; and
+what the real Vibe 3.0.3 makes of the result (its strict loader, its own hook executors)."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from vibe_worktree.agents.vibe_settings import ENTRIES, change, hooks_path, is_ours
+from vibe_worktree.core.errors import VwtError
+
+from .vibe_support import SESSION, hook_command, needs_vibe, vibe_loads, vibe_runs
+
+THEIRS = """\
+# Hooks of my own. vwt must keep every byte of this.
+[[hooks]]
+name = "lint"          # after each turn
+type = "post_agent"
+command = "eslint --quiet ."
+timeout = 60.0
+
+# Refuse rm -rf.
+[[hooks]]
+name = "deny-rm-rf"
+type = "pre_tool"
+match = "bash"
+strict = true
+command = '''uv run python "/path/to/guard"'''
+description = \"\"\"
+[[hooks]]
+name = "not a table: text"
+command = "vwt hook vibe"
+\"\"\"
+"""
+
+OUR_NAMES = [e.name for e in ENTRIES]
+
+
+def install(path: Path, dry_run: bool = False):
+    return change(str(path), True, dry_run)
+
+
+def uninstall(path: Path, dry_run: bool = False):
+    return change(str(path), False, dry_run)
+
+
+def test_install_into_a_missing_file_adds_one_entry_per_event(tmp_path):
+    path = tmp_path / "vibe" / "hooks.toml"
+    result = install(path)
+    assert result.to_json() == {"path": str(path), "added": ["pre_tool", "post_tool",
+                                                             "post_agent"],
+                                "removed": [], "changed": True}
+    assert path.read_text() == result.text
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_install_keeps_every_byte_that_was_there_and_a_second_run_changes_nothing(tmp_path):
+    path = tmp_path / "hooks.toml"
+    path.write_text(THEIRS)
+    install(path)
+    text = path.read_text()
+    assert text.startswith(THEIRS)
+    again = install(path)
+    assert again.to_json()["changed"] is False and again.added == []
+    assert path.read_text() == text
+
+
+@pytest.mark.parametrize("original", [
+    THEIRS,
+    "",
+    "# only a comment\n",
+    THEIRS.rstrip("\n"),  # no newline at the end
+    THEIRS.replace("\n", "\r\n"),
+    "[other]\nkey = 1\n",
+])
+def test_uninstall_takes_out_exactly_what_install_added(tmp_path, original):
+    path = tmp_path / "hooks.toml"
+    path.write_bytes(original.encode())
+    install(path)
+    result = uninstall(path)
+    assert result.removed == ["pre_tool", "post_tool", "post_agent"] and result.changed
+    expected = original if original.endswith("\n") or not original else original + "\n"
+    if "\r\n" in original:
+        expected = original
+    assert path.read_bytes() == expected.encode()
+
+
+def test_uninstall_keeps_entries_added_after_ours_with_their_comments(tmp_path):
+    path = tmp_path / "hooks.toml"
+    path.write_text(THEIRS)
+    install(path)
+    later = "\n# added by hand, later\n[[hooks]]\nname = \"notify\"\ntype = \"post_agent\"\n" \
+            "command = \"notify-send done\"\n"
+    path.write_text(path.read_text() + later)
+    uninstall(path)
+    assert path.read_text() == THEIRS + later
+
+
+def test_uninstall_with_nothing_of_ours_changes_nothing(tmp_path):
+    path = tmp_path / "hooks.toml"
+    path.write_text(THEIRS)
+    result = uninstall(path)
+    assert result.to_json() == {"path": str(path), "added": [], "removed": [], "changed": False}
+    assert path.read_text() == THEIRS
+
+
+def test_an_entry_of_ours_written_with_another_path_is_recognised(tmp_path):
+    path = tmp_path / "hooks.toml"
+    path.write_text('[[hooks]]\nname = "mine"\ntype = "pre_tool"\n'
+                    'command = "/opt/venv/bin/vwt hook vibe"\n')
+    assert install(path).added == ["post_tool", "post_agent"]
+    assert uninstall(path).removed == ["pre_tool", "post_tool", "post_agent"]
+    assert path.read_text() == ""
+
+
+def test_dry_run_writes_nothing(tmp_path):
+    path = tmp_path / "hooks.toml"
+    path.write_text(THEIRS)
+    result = install(path, dry_run=True)
+    assert result.changed and result.text.startswith(THEIRS) and len(result.text) > len(THEIRS)
+    assert path.read_text() == THEIRS
+    assert install(tmp_path / "absent.toml", dry_run=True).added == ["pre_tool", "post_tool",
+                                                                      "post_agent"]
+    assert not (tmp_path / "absent.toml").exists()
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("[[hooks]\nname = ", "not valid TOML"),
+    ("hooks = 3\n", "not a list of [[hooks]] tables"),
+    ("\xff", "not valid TOML"),
+    ('hooks = [{name = "a", type = "pre_tool", command = "x"}]\n', "inline array"),
+    ('[[hooks]]\nname = "vwt-activity-pre-tool"\ntype = "pre_tool"\ncommand = "mine"\n',
+     "has a hook named 'vwt-activity-pre-tool'"),
+])
+def test_a_file_it_cannot_edit_safely_is_refused_and_left_alone(tmp_path, text, words):
+    path = tmp_path / "hooks.toml"
+    path.write_bytes(text.encode("latin-1"))
+    before = path.read_bytes()
+    with pytest.raises(VwtError) as caught:
+        install(path)
+    assert words in caught.value.message and caught.value.exit_code == 1
+    assert path.read_bytes() == before
+
+
+def test_an_entry_of_ours_edited_out_of_shape_is_refused_on_uninstall(tmp_path):
+    path = tmp_path / "hooks.toml"
+    install(path)
+    name = 'name = "vwt-activity-post-tool"'
+    text = path.read_text().replace(f"[[hooks]]\n{name}", f"[[hooks]]\nx = [\n  [1, 2]\n]\n{name}")
+    path.write_text(text)
+    with pytest.raises(VwtError, match="by hand"):
+        uninstall(path)
+    assert path.read_text() == text
+
+
+def test_a_symlinked_file_is_written_through_keeping_its_mode(tmp_path):
+    real = tmp_path / "dotfiles" / "hooks.toml"
+    real.parent.mkdir()
+    real.write_text(THEIRS)
+    real.chmod(0o600)
+    link = tmp_path / "hooks.toml"
+    link.symlink_to(real)
+    install(link)
+    assert link.is_symlink() and real.read_text().startswith(THEIRS)
+    assert stat.S_IMODE(real.stat().st_mode) == 0o600
+
+
+def test_the_files_are_the_homes_and_the_projects(tmp_path):
+    assert hooks_path("user", "/h", "/p") == "/h/hooks.toml"
+    assert hooks_path("project", "/h", "/p") == "/p/.vibe/hooks.toml"
+    with pytest.raises(VwtError) as caught:
+        hooks_path("local", "/h", "/p")
+    assert caught.value.exit_code == 2
+
+
+def test_is_ours_knows_the_command_by_any_path():
+    assert is_ours({"command": "vwt hook vibe"})
+    assert is_ours({"command": "'/a b/vibe-worktree' hook vibe"})
+    assert not is_ours({"command": "vwt hook claude-code"})
+    assert not is_ours({"command": "vwt hook vibe && rm -rf /"})
+    assert not is_ours({"command": 3})
+
+
+# -- the real Vibe ------------------------------------------------------------------------------
+@needs_vibe
+def test_vibes_strict_loader_accepts_what_install_writes_next_to_other_entries(tmp_path):
+    path = tmp_path / "hooks.toml"
+    path.write_text(THEIRS)
+    before = vibe_loads(path)
+    assert before["issues"] == [] and len(before["hooks"]) == 2
+    install(path)
+    loaded = vibe_loads(path)
+    assert loaded["issues"] == []
+    assert loaded["hooks"][:2] == before["hooks"]
+    ours = {h["name"]: h for h in loaded["hooks"][2:]}
+    assert sorted(ours) == sorted(OUR_NAMES)
+    assert {h["type"] for h in ours.values()} == {"pre_tool", "post_tool", "post_agent"}
+    assert all(is_ours(h) and h["timeout"] == 10.0 and h["strict"] is False
+               for h in ours.values())
+    assert ours["vwt-activity-post-agent"]["match"] == "main"
+    uninstall(path)
+    assert vibe_loads(path) == before
+
+
+@needs_vibe
+def test_vibes_strict_loader_accepts_a_file_of_ours_alone(tmp_path):
+    path = tmp_path / "hooks.toml"
+    install(path)
+    loaded = vibe_loads(path)
+    assert loaded["issues"] == [] and [h["name"] for h in loaded["hooks"]] == OUR_NAMES
+
+
+@needs_vibe
+@pytest.mark.slow
+def test_vibe_runs_the_hook_it_loaded_and_sees_a_clean_pass(vwt, repo, tmp_path):
+    """Vibe's own executors (the code its runtime registers for hooks.toml entries) run the
+    command vwt wrote: no notice (a failed or talkative hook leaves one), the tool call goes
+    on, the turn is accepted, and the worktree shows the session's activity."""
+    vwt.new("vibing", "--no-fetch", cwd=repo.path)
+    checkout = repo.checkout("vibing")
+    command = hook_command()
+    outcome = vibe_runs(command, checkout, ["pre_tool", "post_tool"], vwt.env())
+    assert outcome == {"results": ["RustPreToolCallContinue", "RustPostToolCallOutput"],
+                       "notices": []}
+    activity_file = next(vwt.sandbox.vibe_home.joinpath("worktree-activity").rglob("*.json"))
+    marked = json.loads(activity_file.read_text())
+    assert (marked["state"], marked["agent"], marked["session"]) == ("working", "vibe", SESSION)
+    outcome = vibe_runs(command, checkout, ["post_agent"], vwt.env())
+    assert outcome == {"results": ["RustCompletionHookAccept"], "notices": []}
+    assert json.loads(activity_file.read_text())["state"] == "idle"
+    # and where nothing can be marked, Vibe still sees a hook that passed
+    outside = vibe_runs(command, tmp_path, ["pre_tool", "post_agent"], vwt.env())
+    assert outside["notices"] == []
+    # nor when its home cannot be written (the activity file, the log)
+    (vwt.sandbox.vibe_home / "worktree-activity").rename(tmp_path / "aside")
+    (vwt.sandbox.vibe_home / "worktree-activity").write_text("")
+    (vwt.sandbox.vibe_home / "logs").mkdir(exist_ok=True)
+    (vwt.sandbox.vibe_home / "logs" / "worktree").write_text("")
+    broken = vibe_runs(command, checkout, ["pre_tool", "post_tool", "post_agent"], vwt.env())
+    assert broken["notices"] == []
+
+
+@needs_vibe
+@pytest.mark.slow
+def test_vibe_shows_a_failing_or_talkative_hook(vwt, tmp_path):
+    """The check above can fail: Vibe's executor leaves a notice for a hook that prints
+    on stdout or exits non-zero."""
+    loud = vibe_runs("echo hello", tmp_path, ["pre_tool"], vwt.env())
+    failing = vibe_runs("exit 1", tmp_path, ["post_agent"], vwt.env())
+    assert [n["status"] for n in loud["notices"]] == ["warning"]
+    assert [n["status"] for n in failing["notices"]] == ["warning"]
