@@ -77,11 +77,12 @@ def vibe_loads(path: Path) -> dict[str, Any]:
     return _driver("load", str(path))
 
 
-def vibe_runs(command: str, cwd: Path, events: list[str], env: dict[str, str],
+def vibe_runs(hooks_file: Path, cwd: Path, events: list[str], env: dict[str, str],
               parent: str | None = None) -> dict[str, Any]:
-    """Vibe's own executors run `command` for `events` of session SESSION in `cwd`."""
+    """What Vibe does with the hooks of `hooks_file` at `events` of session SESSION in
+    `cwd` (a subagent's, with `parent`): see vibe_driver.py."""
     extra = ["--parent", parent] if parent else []
-    return _driver("run", command, str(cwd), SESSION, *events, *extra, env=env)
+    return _driver("run", str(hooks_file), str(cwd), SESSION, *events, *extra, env=env)
 
 
 def _driver(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
