@@ -13,7 +13,7 @@ import pytest
 from vibe_worktree.agents.vibe_settings import ENTRIES, change, hooks_path, is_ours
 from vibe_worktree.core.errors import VwtError
 
-from .vibe_support import SESSION, hook_command, needs_vibe, vibe_loads, vibe_runs
+from .vibe_support import SESSION, needs_vibe, vibe_loads, vibe_runs
 
 THEIRS = """\
 # Hooks of my own. vwt must keep every byte of this.
@@ -185,6 +185,57 @@ def test_is_ours_knows_the_command_by_any_path():
     assert not is_ours({"command": 3})
 
 
+# -- the command line ---------------------------------------------------------------------------
+def test_vwt_install_vibe_writes_the_homes_hooks_file_and_uninstall_takes_it_out(vwt, sandbox):
+    path = sandbox.vibe_home / "hooks.toml"
+    result = vwt.ok("install", "vibe", "--json").json()
+    assert result == {"path": str(path), "added": ["pre_tool", "post_tool", "post_agent"],
+                      "removed": [], "changed": True}
+    text = path.read_text()
+    assert text.count("[[hooks]]") == 3 and "hook vibe" in text
+    again = vwt.ok("install", "vibe")
+    assert again.out.strip() == str(path) and "nothing changed" in again.err
+    removed = vwt.ok("uninstall", "vibe", "--json").json()
+    assert removed["removed"] == ["pre_tool", "post_tool", "post_agent"] and removed["changed"]
+    assert path.read_text() == ""
+
+
+def test_the_home_is_the_one_vwt_uses(vwt, sandbox):
+    other = sandbox.tmp / "other-home"
+    out = vwt.ok("--home", str(other), "install", "vibe", "--json").json()
+    assert out["path"] == str(other / "hooks.toml") and (other / "hooks.toml").is_file()
+    assert not (sandbox.vibe_home / "hooks.toml").exists()
+
+
+def test_project_scope_is_the_repositorys_vibe_folder(vwt, repo):
+    sub = repo.path / "deeper"
+    sub.mkdir()
+    out = vwt.ok("install", "vibe", "--scope", "project", "--json", cwd=sub).json()
+    assert out["path"] == str(repo.path / ".vibe" / "hooks.toml")
+    assert (repo.path / ".vibe" / "hooks.toml").is_file()
+
+
+def test_a_scope_vibe_does_not_have_is_a_usage_error(vwt, sandbox):
+    result = vwt("install", "vibe", "--scope", "local")
+    assert result.code == 2 and "unknown scope 'local'" in result.err
+    assert not (sandbox.vibe_home / "hooks.toml").exists()
+
+
+def test_dry_run_prints_the_file_and_writes_nothing(vwt, sandbox):
+    result = vwt.ok("install", "vibe", "--dry-run")
+    assert result.out.count("[[hooks]]") == 3 and "would add" in result.err
+    assert not (sandbox.vibe_home / "hooks.toml").exists()
+
+
+def test_a_file_it_cannot_edit_is_one_line_and_exit_1(vwt, sandbox):
+    path = sandbox.vibe_home / "hooks.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text("[[hooks]\n")
+    result = vwt("install", "vibe")
+    assert result.code == 1 and len(result.err_lines) == 1 and "not valid TOML" in result.err
+    assert path.read_text() == "[[hooks]\n"
+
+
 # -- the real Vibe ------------------------------------------------------------------------------
 @needs_vibe
 def test_vibes_strict_loader_accepts_what_install_writes_next_to_other_entries(tmp_path):
@@ -214,14 +265,22 @@ def test_vibes_strict_loader_accepts_a_file_of_ours_alone(tmp_path):
     assert loaded["issues"] == [] and [h["name"] for h in loaded["hooks"]] == OUR_NAMES
 
 
-def hooks_file_running(tmp_path: Path, command: str, text: str = "") -> Path:
-    """A hooks.toml with `text` and vwt's entries, whose command is `command`."""
-    path = tmp_path / "hooks.toml"
+def installed_by_vwt(vwt, text: str = "") -> Path:
+    """The home's hooks.toml holding `text`, then `vwt install vibe` run on it."""
+    path = vwt.sandbox.vibe_home / "hooks.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+    assert vwt.ok("install", "vibe", "--json").json()["changed"] is True
+    return path
+
+
+def hooks_file_running(tmp_path: Path, command: str) -> Path:
+    """A hooks.toml with vwt's entries only, whose command is `command` instead."""
+    path = tmp_path / "running" / "hooks.toml"
+    path.unlink(missing_ok=True)
     install(path)
-    written = path.read_text().replace('command = "vwt hook vibe"',
-                                       f"command = {json.dumps(command)}")
-    path.write_text(written)
+    path.write_text(path.read_text().replace('command = "vwt hook vibe"',
+                                             f"command = {json.dumps(command)}"))
     return path
 
 
@@ -236,7 +295,8 @@ def test_vibe_runs_what_install_wrote_and_sees_a_clean_pass(vwt, repo, tmp_path)
     checkout = repo.checkout("vibing")
     theirs = THEIRS.replace("eslint --quiet .", "true").replace(
         """'''uv run python "/path/to/guard"'''""", '"true"')
-    hooks = hooks_file_running(tmp_path, hook_command(), theirs)
+    hooks = installed_by_vwt(vwt, theirs)
+    assert "hook vibe" in hooks.read_text()
     outcome = vibe_runs(hooks, checkout, ["pre_tool", "post_tool"], vwt.env())
     assert outcome == {"ran": [["pre_tool", "deny-rm-rf"], ["pre_tool", "vwt-activity-pre-tool"],
                                ["post_tool", "vwt-activity-post-tool"]],
@@ -263,7 +323,7 @@ def test_vibe_sees_a_clean_pass_even_where_nothing_can_be_marked(vwt, repo, tmp_
     that passed quietly; while the same check catches a hook that prints or fails."""
     vwt.new("vibing", "--no-fetch", cwd=repo.path)
     checkout = repo.checkout("vibing")
-    ours = hooks_file_running(tmp_path, hook_command())
+    ours = installed_by_vwt(vwt)
     every = ["pre_tool", "post_tool", "post_agent"]
     assert vibe_runs(ours, tmp_path, every, vwt.env())["notices"] == []
     (vwt.sandbox.vibe_home / "worktree-activity").write_text("")
@@ -271,7 +331,6 @@ def test_vibe_sees_a_clean_pass_even_where_nothing_can_be_marked(vwt, repo, tmp_
     broken = vibe_runs(ours, checkout, every, vwt.env())
     assert len(broken["ran"]) == 3 and broken["notices"] == []
     for command in ("echo hello", "exit 1"):
-        (tmp_path / "other").mkdir(exist_ok=True)
-        bad = hooks_file_running(tmp_path / "other", command)
+        bad = hooks_file_running(tmp_path, command)
         assert [n["status"] for n in vibe_runs(bad, checkout, every, vwt.env())["notices"]] \
             == ["warning"] * 3

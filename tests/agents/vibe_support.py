@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import Result, Vwt
+from conftest import VWT_BIN, Result, Vwt
 
 SESSION = "4f3c2a1e-9b8d-4c7e-a6f5-0d1e2f3a4b5c"
 DRIVER = Path(__file__).with_name("vibe_driver.py")
@@ -46,9 +45,7 @@ def vibe_input(event: str, cwd: Path | str, session: str = SESSION,
     return data
 
 
-# Until the command line has `vwt hook vibe`, its handler is called as the CLI will call it.
-HOOK_ARGV = [sys.executable, "-c", "import sys; from vibe_worktree.agents.vibe import handle; "
-             "sys.exit(handle(None))"]
+HOOK_ARGV = [VWT_BIN, "hook", "vibe"]
 
 
 def hook_command() -> str:

@@ -21,8 +21,7 @@ import os
 from ..core.errors import EXIT_OK, VwtError
 from ..core.host import find_host
 from ..core.layout import Root, resolve_home
-from . import activity
-from .claude_code import claim_containing
+from ..sessions import activity
 from .hook_input import close_stdin, read_object
 
 AGENT = "vibe"
@@ -68,8 +67,8 @@ def note_event(root: Root, fd: int = 0) -> None:
         return  # a subagent's turn ended; the session's own turn goes on
     session = parent or _text(payload, "session_id") or ""
     folder = _directory(payload)
-    claim = claim_containing(root, folder) if folder else None
-    if claim is None or not os.path.isfile(claim.record_path):
+    claim = activity.claim_at(root, folder) if folder else None
+    if claim is None:
         return  # not in a managed worktree: nothing to note
     activity.mark(root.home, claim, state, AGENT, session, find_host())
 

@@ -20,15 +20,13 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
-import sys
 from typing import Any, NamedTuple
 
 from ..core.errors import EXIT_USAGE, VwtError
+from .settings_files import runs_vwt, vwt_command, write_settings
 
 SCOPES = ("user", "project")
 HOOK_ARGS = ("hook", "vibe")
-_PROGRAMS = ("vwt", "vibe-worktree")
 TIMEOUT = 10.0  # seconds: an event takes milliseconds; Vibe waits 60 s by default
 
 
@@ -74,29 +72,13 @@ class Installed(NamedTuple):
 
 
 def hook_command() -> str:
-    """`vwt hook vibe`, with the program's absolute path when `vwt` on PATH is not this
-    very program (a virtual environment that is not activated, say)."""
-    import shutil
-
-    program = os.path.realpath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
-    found = shutil.which("vwt")
-    if (not program or os.path.basename(program) not in _PROGRAMS
-            or (found and os.path.realpath(found) == program)):
-        return "vwt " + " ".join(HOOK_ARGS)
-    return shlex.join([program, *HOOK_ARGS])
+    """`vwt hook vibe`, by the absolute path when needed (settings_files)."""
+    return vwt_command(HOOK_ARGS)
 
 
 def is_ours(entry: object) -> bool:
     """An entry `install` adds: its command runs `vwt hook vibe`, by any path."""
-    command = entry.get("command") if isinstance(entry, dict) else None
-    if not isinstance(command, str):
-        return False
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return False
-    return (len(words) == 3 and tuple(words[1:]) == HOOK_ARGS
-            and os.path.basename(words[0]) in _PROGRAMS)
+    return isinstance(entry, dict) and runs_vwt(entry.get("command"), HOOK_ARGS)
 
 
 def change(path: str, install: bool, dry_run: bool) -> Installed:
@@ -115,7 +97,7 @@ def change(path: str, install: bool, dry_run: bool) -> Installed:
     if changed:
         _check(new_text, data, expected, path, install)
         if not dry_run:
-            _write_atomically(path, new_text)
+            write_settings(path, new_text)
     return Installed(path, added if changed else [], removed if changed else [], changed,
                      new_text)
 
@@ -287,17 +269,3 @@ def _check(new_text: str, data: dict[str, Any], hooks: list[dict[str, Any]], pat
         raise VwtError(f"vwt cannot {what} {path} without touching the rest (are its "
                        "hooks an inline array?); nothing was changed: edit it by hand "
                        "(docs/agents.md shows the entries)")
-
-
-def _write_atomically(path: str, text: str) -> None:
-    """Atomically (core.files); a symlinked file (dotfiles) is written through to its
-    target, and the file's mode is kept."""
-    from ..core.files import write_atomically
-
-    target = os.path.realpath(path)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    try:
-        mode = os.stat(target).st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o644
-    write_atomically(target, text.encode("utf-8"), mode)
