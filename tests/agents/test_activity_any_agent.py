@@ -164,3 +164,22 @@ def test_it_belongs_to_the_agent_process_and_ends_with_it(vwt, repo, made):
         os.kill(host.pid, signal.SIGKILL)
         host.wait()
     assert activity_of(vwt, repo) is None
+
+
+def test_the_api_marks_a_worktree_by_name_for_the_calling_process(vwt, repo, made, sandbox):
+    from vibe_worktree import Worktrees
+    from vibe_worktree.core.errors import NotFound, VwtError
+
+    wt = Worktrees(home=str(sandbox.vibe_home), cwd=str(repo.path))
+    wt.set_activity("busy", "waiting", agent="my-host", session="s-9")
+    marked = json.loads(activity_file(vwt, repo).read_text())
+    assert (marked["state"], marked["agent"], marked["session"], marked["pid"]) == (
+        "waiting", "my-host", "s-9", os.getpid())
+    assert "expires" in marked
+    assert activity_of(vwt, repo)["state"] == "waiting"
+    with pytest.raises(VwtError):
+        wt.set_activity("busy", "sleeping")
+    with pytest.raises(NotFound):
+        wt.set_activity("nothing-here", "idle")
+    wt.clear_activity("busy")
+    assert activity_of(vwt, repo) is None

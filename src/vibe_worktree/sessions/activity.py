@@ -115,6 +115,19 @@ def forget(home: str, claim: Claim) -> None:
         pass
 
 
+def set_for(home: str, claim: Claim, state: str, agent: str, session: str,
+            host: Host) -> None:
+    """`vwt activity set`'s mark of a known worktree (NotFound when it has no record):
+    checked, and expiring after `EXPIRES_AFTER`."""
+    from ..core.errors import EXIT_USAGE, NotFound, VwtError
+
+    if state not in STATES:
+        raise VwtError(f"{state!r} is not a state; use {', '.join(STATES)}", EXIT_USAGE)
+    if not os.path.isfile(claim.record_path):
+        raise NotFound(f"no worktree named {claim.name}")
+    mark(home, claim, state, agent, session, host, expires_after=EXPIRES_AFTER)
+
+
 def _utc_after(seconds: float) -> str:
     """`utc_now`'s form, `seconds` from now (the same form compares as text)."""
     moment = time.time() + seconds
@@ -163,4 +176,4 @@ def with_activity(home: str, rows: list[Listed]) -> list[Listed]:
 
 __all__ = ["EXPIRES_AFTER", "FOLDER", "IDLE", "STATES", "WAITING", "WORKING", "Activity",
            "claim_at", "clear", "current", "folder", "forget", "mark", "of_bucket", "path",
-           "with_activity"]
+           "set_for", "with_activity"]
