@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from benchmarks import collisions, landing, many, pool, processes, ready
+from benchmarks import agents, collisions, landing, many, pool, processes, ready
 from benchmarks.cases import Config, b1, b2, b3, b4, b5, b6
 from benchmarks.measure import Outcome
 
@@ -37,5 +37,6 @@ BENCHMARKS: dict[str, Bench] = {
         Bench("B14", "new from a warm pool vs worktree add + a 5 s hook", 0.05, pool.b14),
         Bench("B17", "ps --all --json, 200 worktrees, 500 processes, vs a raw /proc walk", 4.0,
               processes.b17),
+        Bench("B19", "activity set (an agent's hook line) vs --version", 4.0, agents.b19),
     )
 }
