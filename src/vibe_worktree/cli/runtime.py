@@ -44,6 +44,8 @@ def cmd_ps(wt: Worktrees, ns: argparse.Namespace) -> int:
     found = wt.ps(ns.name, all_repos=all_repos)
     if ns.json:
         print_json(found.to_json())
+    elif not found.worktrees:
+        print("no managed worktrees", file=sys.stderr)
     else:
         for line in ps_lines(found):
             print(line)
@@ -63,8 +65,6 @@ def cmd_ps(wt: Worktrees, ns: argparse.Namespace) -> int:
 
 def ps_lines(found: PsReport) -> list[str]:
     """Each worktree, its lease and the processes inside it; then each mismatch."""
-    if not found.worktrees:
-        return ["no managed worktrees"]
     several = len({w.bucket for w in found.worktrees}) > 1
     lines = []
     for item in found.worktrees:

@@ -112,7 +112,7 @@ class Table:
                 if parent == path:
                     break
                 path = parent
-        return found
+        return {folder: sorted(pids) for folder, pids in found.items()}
 
     def procs(self, pids: Iterable[int]) -> list[Proc]:
         return [Proc(pid, self.started(pid), self.command(pid), self.cwds.get(pid) or "")
