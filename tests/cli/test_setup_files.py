@@ -18,6 +18,7 @@ import pytest
 from conftest import Repo, Sandbox
 from vibe_worktree.lifecycle import setup_files as sf
 from vibe_worktree.lifecycle.hooks import HOOK_TYPES, POST_CREATE, PRE_REMOVE, Hook
+from vibe_worktree.lifecycle.setup_files import Command
 
 # https://cursor.com/docs/configuration/worktrees, "Using command arrays", Node.js project
 CURSOR_NODE = """{
@@ -138,7 +139,7 @@ def worktree(repo: Repo, name: str) -> Path:
     return path.resolve()
 
 
-def run(hook: Hook, repo: Repo, checkout: Path, sandbox: Sandbox, port: int = 4100
+def run(hook: Command, repo: Repo, checkout: Path, sandbox: Sandbox, port: int = 4100
         ) -> subprocess.CompletedProcess[str]:
     """As a hook runs: `/bin/sh -c` in the worktree, with the tool's variables added."""
     env = dict(sandbox.env, VWT_PORT=str(port))
@@ -327,8 +328,9 @@ def test_imported_hooks_are_approved_by_their_exact_text(repo: Repo) -> None:
     [first, _] = sf.imported_hooks(str(repo.path), BOTH).hooks
     (repo.path / sf.CONDUCTOR).write_text(CONDUCTOR_SCRIPTS.replace("npm install", "npm ci"))
     [changed, _] = sf.imported_hooks(str(repo.path), BOTH).hooks
-    assert first.name == changed.name and first.key != changed.key
-    assert sf.is_imported(first) and first.timeout == sf.TIMEOUT
+    as_hooks = [Hook(c.name, c.type, c.command, source=c.source) for c in (first, changed)]
+    assert first.name == changed.name and as_hooks[0].key != as_hooks[1].key
+    assert sf.is_imported(first.source) and first.timeout == sf.TIMEOUT
 
 
 # -- malformed files --------------------------------------------------------------------------

@@ -32,8 +32,6 @@ import sys
 from collections.abc import Collection
 from typing import Any, NamedTuple
 
-from .hooks import POST_CREATE, PRE_REMOVE, Hook
-
 CURSOR = ".cursor/worktrees.json"
 CONDUCTOR = "conductor.json"
 CODEX = ".codex/environments/environment.toml"
@@ -42,13 +40,30 @@ FILES = (CURSOR, CONDUCTOR, CODEX)  # the first one present wins
 # this one only stops a script that hangs, as the land gate's default does.
 TIMEOUT = 1800.0
 _PLATFORM = "darwin" if sys.platform == "darwin" else "linux"
+POST_CREATE = "post_create"  # the hook types, as hooks.py names them
+PRE_REMOVE = "pre_remove"
+
+
+class Command(NamedTuple):
+    """One imported command: what hooks.py makes a hook of."""
+
+    name: str
+    type: str
+    command: str
+    source: str  # the file it came from, relative to the main checkout
+    file: str  # the same, absolute
+    timeout: float = TIMEOUT
+
+    @property
+    def description(self) -> str:
+        return f"from {self.source}"
 
 
 class Imported(NamedTuple):
-    """What the main checkout's setup file gives: its hooks, or why it gives none."""
+    """What the main checkout's setup file gives: its commands, or why it gives none."""
 
     source: str | None  # the file read, relative to the main checkout; None: none present
-    hooks: tuple[Hook, ...] = ()
+    hooks: tuple[Command, ...] = ()
     problem: str | None = None  # one line naming the file and what is wrong with it
 
 
@@ -71,16 +86,16 @@ def imported_hooks(repo_root: str, undefined: Collection[str]) -> Imported:
         return Imported(None)
     path = f"{repo_root}/{source}"
     try:
-        commands = _READERS[source](path)
+        found = _READERS[source](path)
     except _Bad as exc:
         return Imported(source, (), f"{path}: {exc}; no hook came from it")
-    hooks = tuple(Hook(name, kind, command, TIMEOUT, False, f"from {source}", source, path)
-                  for name, kind, command in commands if kind in undefined)
-    return Imported(source, hooks)
+    return Imported(source, tuple(Command(name, kind, command, source, path)
+                                  for name, kind, command in found if kind in undefined))
 
 
-def is_imported(hook: Hook) -> bool:
-    return hook.source in FILES
+def is_imported(source: str) -> bool:
+    """A hook's `source` says it came from another tool's file."""
+    return source in FILES
 
 
 def tool_environment(source: str, *, path: str, name: str, repo_root: str,
@@ -98,7 +113,7 @@ def tool_environment(source: str, *, path: str, name: str, repo_root: str,
 
 
 # -- reading each tool's file -----------------------------------------------------------------
-Command = tuple[str, str, str]  # (name, type, command)
+Found = tuple[str, str, str]  # (name, type, command)
 
 
 def _read_bytes(path: str) -> bytes:
@@ -123,7 +138,7 @@ def _json_object(path: str) -> dict[str, Any]:
     return data
 
 
-def _cursor(path: str) -> list[Command]:
+def _cursor(path: str) -> list[Found]:
     data = _json_object(path)
     for key in ("setup-worktree-unix", "setup-worktree"):
         if key in data:
@@ -172,7 +187,7 @@ def _interpreter(script: str) -> str:
     return line[2:].strip() if line.startswith("#!") and line[2:].strip() else "/bin/sh"
 
 
-def _conductor(path: str) -> list[Command]:
+def _conductor(path: str) -> list[Found]:
     scripts = _json_object(path).get("scripts", {})
     if not isinstance(scripts, dict):
         raise _Bad("'scripts' must be an object")
@@ -189,7 +204,7 @@ def _conductor(path: str) -> list[Command]:
     return found
 
 
-def _codex(path: str) -> list[Command]:
+def _codex(path: str) -> list[Found]:
     import tomllib
 
     try:
