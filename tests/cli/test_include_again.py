@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from conftest import Repo, Sandbox
+from conftest import Repo, Sandbox, Vwt
 from vibe_worktree.lifecycle.include import copy_included_files
 from vibe_worktree.lifecycle.include_again import copy_again, fingerprints, selected_files
 
@@ -106,3 +106,30 @@ def test_without_worktreeinclude_nothing_is_compared(repo: Repo, sandbox: Sandbo
     entry = sandbox.tmp / "entry"
     repo.git("worktree", "add", "-q", "--detach", str(entry))
     assert copy_again(str(repo.path), str(entry), str(sandbox.vibe_home), {}) == []
+
+
+def test_new_from_the_pool_has_the_env_file_as_it_is_now_and_reruns_hooks_whose_inputs_name_it(
+        repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
+    log = sandbox.tmp / "runs.log"
+    repo.commit("pool", {
+        ".gitignore": ".env\nnode_modules/\n", ".worktreeinclude": ".env\n",
+        ".vibe/worktree.toml":
+            "[pool]\nsize = 1\n\n"
+            '[[hooks]]\nname = "deps"\ntype = "post_create"\n'
+            f'command = "mkdir -p node_modules && echo deps >> {log}"\n'
+            'inputs = ["package.json"]\n\n'
+            '[[hooks]]\nname = "env-check"\ntype = "post_create"\n'
+            f'command = "cat .env >> {log}"\ninputs = [".env"]\n'})
+    (repo.path / ".env").write_text("SECRET=one\n")
+    vwt.ok("hooks", "approve", "--all")
+    vwt.ok("pool", "fill")
+    assert log.read_text() == "deps\nSECRET=one\n"
+    later(repo.path / ".env", "SECRET=two\n")
+
+    created = vwt.new("feature", "--no-fetch")
+
+    assert created["pooled"] is True
+    assert [(h["name"], h["status"]) for h in created["hooks"]] == [
+        ("deps", "pooled"), ("env-check", "ok")]
+    assert (Path(created["path"]) / ".env").read_text() == "SECRET=two\n"
+    assert log.read_text().startswith("deps\nSECRET=one\nSECRET=two\n")

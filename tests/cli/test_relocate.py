@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Repo, Sandbox
+from conftest import Repo, Sandbox, Vwt
 from vibe_worktree.lifecycle.relocate import (
     DEFAULT_PATTERNS,
     patterns_of,
@@ -239,3 +239,50 @@ def test_patterns_come_from_the_hooks_that_ran_in_the_pool() -> None:
              {"status": "ok", "relocate": []}]
     assert patterns_of(hooks) == ("build/*.cfg", *DEFAULT_PATTERNS)
     assert patterns_of([]) == ()
+
+
+# -- through vwt: pool fill, then new -----------------------------------------------------------
+MAKE_VENV = """set -e
+{python} -m venv --without-pip .venv
+site=$(echo .venv/lib/python*/site-packages)
+echo "$(pwd -P)/src" > "$site/__editable__.demo-0.1.pth"
+printf '#!%s\\nfrom demo import main\\nmain()\\n' "$(pwd -P)/.venv/bin/python" > .venv/bin/demo
+chmod +x .venv/bin/demo
+"""
+
+
+def test_a_venv_made_in_the_pool_runs_and_imports_inside_the_worktree_new_takes(
+        repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
+    repo.commit("project", {
+        ".gitignore": ".venv/\n", "src/demo/__init__.py": DEMO, "requirements.txt": "\n",
+        "tools/mkvenv.sh": MAKE_VENV.format(python=base_python()),
+        ".vibe/worktree.toml": '[[hooks]]\nname = "venv"\ntype = "post_create"\n'
+                               'command = "sh tools/mkvenv.sh"\n'
+                               'inputs = ["requirements.txt"]\n'})
+    vwt.ok("hooks", "approve", "--all")
+    settings = sandbox.vibe_home / "worktree.toml"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text("[pool]\nsize = 1\n")
+    vwt.ok("pool", "fill")
+    [entry] = [p for p in (vwt.layout.root / ".pool" / repo.bucket).iterdir()
+               if p.is_dir() and not p.name.startswith(".")]
+    settings.write_text("[pool]\nsize = 0\n")  # no refill at the same path meanwhile
+    repo.commit("ahead", {"src/other.py": "\n"})  # a start point ahead of the entry's base
+
+    created = vwt.new("feature", "--no-fetch")
+
+    assert created["pooled"] is True
+    assert created["hooks"] == [{"name": "venv", "type": "post_create", "source": "project",
+                                 "status": "pooled", "exit_code": 0}]
+    checkout = Path(created["path"])
+    expected = str(checkout / "src" / "demo" / "__init__.py")
+    assert not entry.exists()  # the pool's folder is gone
+    assert run([str(checkout / ".venv" / "bin" / "demo")], sandbox, checkout) == expected
+    # and once another checkout holds the pool's old folder
+    repo.git("worktree", "add", "-q", "--detach", str(entry))
+    (entry / "src" / "demo" / "__init__.py").write_text("def main():\n    print('decoy')\n")
+    assert run([str(checkout / ".venv" / "bin" / "demo")], sandbox, checkout) == expected
+    python = str(checkout / ".venv" / "bin" / "python")
+    assert run([python, "-c", "import sys, demo; print(sys.prefix, demo.__file__)"], sandbox,
+               sandbox.tmp) == f"{checkout / '.venv'} {expected}"
+    assert repo.porcelain(checkout) == ""

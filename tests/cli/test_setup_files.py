@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Repo, Sandbox
+from conftest import Repo, Sandbox, Vwt
 from vibe_worktree.lifecycle import setup_files as sf
 from vibe_worktree.lifecycle.hooks import HOOK_TYPES, POST_CREATE, PRE_REMOVE, Hook
 from vibe_worktree.lifecycle.setup_files import Command
@@ -378,3 +378,99 @@ def test_the_main_checkout_is_where_the_file_is_read(repo: Repo, sandbox: Sandbo
     (checkout / sf.CONDUCTOR).write_text(CONDUCTOR_SCRIPTS)
     assert sf.imported_hooks(str(repo.path), BOTH) == sf.Imported(None)
     assert os.path.exists(checkout / sf.CONDUCTOR)
+
+
+# -- through vwt: new, hooks, rm, the pool ------------------------------------------------------
+def test_vwt_new_runs_an_approved_imported_setup_with_the_tools_variables(
+        repo: Repo, sandbox: Sandbox, vwt: Vwt, npm: Path) -> None:
+    commit_setup(repo, {sf.CONDUCTOR: CONDUCTOR_SCRIPTS.replace(
+        "cp $CONDUCTOR_ROOT_PATH/.env .env",
+        "cp $CONDUCTOR_ROOT_PATH/.env .env; echo $CONDUCTOR_PORT $VWT_PORT > ports")})
+    vwt.ok("hooks", "approve", "--all")
+    created = vwt.new("feature")
+    assert created["hooks"] == [{"name": "conductor-setup", "type": "post_create",
+                                 "source": "conductor.json", "status": "ok", "exit_code": 0}]
+    checkout = Path(created["path"])
+    assert npm_calls(npm, checkout) == ["install"]
+    assert (checkout / ".env").read_text() == "SECRET=main\n"
+    conductor_port, vwt_port = (checkout / "ports").read_text().split()
+    assert conductor_port == vwt_port == vwt.ok("port", "feature").out.strip()
+    assert repo.record("feature").get("setup_pending") is None  # the setup reads done
+
+    removed = vwt.ok("rm", "feature", "-y", "--json").json()
+    assert removed["outcome"] == "removed"
+    assert removed["hooks"] == [{"name": "conductor-archive", "type": "pre_remove",
+                                 "source": "conductor.json", "status": "ok", "exit_code": 0}]
+    assert (repo.path / "gone").read_text() == f"feature {vwt_port}\n"
+
+
+def test_vwt_hooks_lists_imported_hooks_with_their_file_and_approves_their_exact_text(
+        repo: Repo, vwt: Vwt) -> None:
+    commit_setup(repo, {sf.CODEX: CODEX_ENVIRONMENT})
+    listed = vwt.ok("hooks", "--json").json()["hooks"]
+    assert [(h["name"], h["type"], h["source"], h["approved"]) for h in listed] == [
+        ("codex-setup", "post_create", sf.CODEX, False),
+        ("codex-cleanup", "pre_remove", sf.CODEX, False)]
+    assert listed[0]["command"] == "npm install\nnpm run build\n"
+    # plain: a script of several lines shown whole, under its first line
+    plain = vwt.ok("hooks").out.splitlines()
+    assert plain[0].split() == ["post_create", sf.CODEX, "codex-setup", "NOT", "APPROVED",
+                                "npm", "install"]
+    assert plain[1] == " " * plain[0].index("npm install") + "npm run build"
+    assert plain[2].split()[:3] == ["pre_remove", sf.CODEX, "codex-cleanup"]
+    vwt.ok("hooks", "approve", "codex-setup")
+    approved = {h["name"]: h["approved"] for h in vwt.ok("hooks", "--json").json()["hooks"]}
+    assert approved == {"codex-setup": True, "codex-cleanup": False}
+    (repo.path / sf.CODEX).write_text(CODEX_ENVIRONMENT.replace("npm install", "npm ci"))
+    changed = {h["name"]: h["approved"] for h in vwt.ok("hooks", "--json").json()["hooks"]}
+    assert changed == {"codex-setup": False, "codex-cleanup": False}
+
+
+def test_an_unapproved_imported_hook_is_skipped_with_a_warning_without_a_terminal(
+        repo: Repo, vwt: Vwt, npm: Path) -> None:
+    commit_setup(repo, {sf.CURSOR: CURSOR_NODE})
+    result = vwt.ok("new", "feature", "--json")
+    assert result.json()["hooks"] == [{"name": "cursor-setup", "type": "post_create",
+                                       "source": sf.CURSOR, "status": "skipped_unapproved",
+                                       "exit_code": None}]
+    assert "hook cursor-setup (post_create) is not approved" in result.err
+    assert npm_calls(npm, Path(result.json()["path"])) == []
+
+
+def test_a_project_file_with_post_create_still_gets_the_imported_pre_remove(
+        repo: Repo, vwt: Vwt, npm: Path) -> None:
+    commit_setup(repo, {sf.CONDUCTOR: CONDUCTOR_SCRIPTS, ".vibe/worktree.toml":
+                        '[[hooks]]\nname = "deps"\ntype = "post_create"\ncommand = "true"\n'})
+    listed = vwt.ok("hooks", "--json").json()["hooks"]
+    assert [(h["name"], h["source"]) for h in listed] == [
+        ("deps", "project"), ("conductor-archive", "conductor.json")]
+    vwt.ok("hooks", "approve", "--all")
+    created = vwt.new("feature")
+    assert [h["name"] for h in created["hooks"]] == ["deps"]
+    assert npm_calls(npm, Path(created["path"])) == []
+    vwt.ok("rm", "feature", "-y")
+    assert (repo.path / "gone").read_text().startswith("feature ")
+
+
+def test_a_malformed_setup_file_is_one_warning_and_new_goes_on(repo: Repo, vwt: Vwt) -> None:
+    commit_setup(repo, {sf.CONDUCTOR: '{"scripts": {"setup": ["npm install"]}}'})
+    result = vwt.ok("new", "feature", "--json")
+    assert result.json()["hooks"] == [] and Path(result.json()["path"]).is_dir()
+    warnings = [line for line in result.err_lines if "conductor.json" in line]
+    assert warnings == [f"vwt: warning: {repo.path}/conductor.json: 'scripts.setup' must be a "
+                        "string (a shell command); no hook came from it"]
+    assert vwt.ok("rm", "feature", "-y", "--json").json()["outcome"] == "removed"
+
+
+def test_the_pool_runs_an_imported_setup_and_new_reports_it_pooled(
+        repo: Repo, sandbox: Sandbox, vwt: Vwt, npm: Path) -> None:
+    commit_setup(repo, {sf.CURSOR: CURSOR_NODE, ".vibe/worktree.toml": "[pool]\nsize = 1\n"})
+    vwt.ok("hooks", "approve", "--all")
+    vwt.ok("pool", "fill")
+    [(where, call)] = [line.split(": ", 1) for line in npm.read_text().splitlines()]
+    assert call == "ci" and "/.pool/" in where
+    created = vwt.new("feature", "--no-fetch")
+    assert created["pooled"] is True
+    assert created["hooks"] == [{"name": "cursor-setup", "type": "post_create",
+                                 "source": sf.CURSOR, "status": "pooled", "exit_code": 0}]
+    assert (Path(created["path"]) / ".env").read_text() == "SECRET=main\n"

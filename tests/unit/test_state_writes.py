@@ -7,9 +7,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "vibe_worktree"
 # the writer itself, and the index copy git writes and that replaces a checkout's index
-ALLOWED = {"core/files.py", "core/index_files.py",
-           # a pooled worktree's own files rewritten in place, through folder descriptors
-           "lifecycle/relocate.py"}
+ALLOWED = {"core/files.py", "core/index_files.py"}
 REPLACING = re.compile(r"os\.replace\(|open\([^)]*[\"'](w|wb|w\+|a)[\"']")
 
 

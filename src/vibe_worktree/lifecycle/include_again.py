@@ -20,8 +20,9 @@ import stat
 from collections.abc import Callable, Sequence
 
 from ..core.errors import VwtError
+from ..core.files import replace_in_folder
 from .include import included_files, patterns_for
-from .relocate import folder_of, replace_in_folder
+from .relocate import folder_of
 
 try:  # the builtin module avoids loading OpenSSL, which `hashlib` does
     from _sha256 import sha256  # type: ignore[import-not-found]

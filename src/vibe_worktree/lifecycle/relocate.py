@@ -28,6 +28,7 @@ from fnmatch import fnmatchcase
 from typing import NamedTuple
 
 from ..core.errors import VwtError
+from ..core.files import replace_in_folder
 from ..core.patterns import any_matches
 
 DEFAULT_PATTERNS = (".venv/bin/*", ".venv/lib/python*/site-packages/*.pth", ".venv/pyvenv.cfg")
@@ -252,21 +253,6 @@ def folder_of(checkout: str, rel: str, create: bool = False) -> Iterator[tuple[i
         yield fd, name
     finally:
         os.close(fd)
-
-
-def replace_in_folder(fd: int, name: str, write: Callable[[str], None]) -> None:
-    """Put a new `name` in the folder `fd` atomically: `write(temp)` makes the temporary
-    entry, which is then renamed over `name` (removed again when anything fails)."""
-    temp = f".{name}.vwt-{os.urandom(6).hex()}.tmp"
-    try:
-        write(temp)
-        os.replace(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
-    except BaseException:
-        try:
-            os.unlink(temp, dir_fd=fd)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def write_file(fd: int, temp: str, data: bytes, mode: int) -> None:

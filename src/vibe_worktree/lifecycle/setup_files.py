@@ -24,9 +24,7 @@ What each tool's file holds, and what it becomes:
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
 import stat
 import sys
 from collections.abc import Collection
@@ -127,6 +125,8 @@ def _read_bytes(path: str) -> bytes:
 
 
 def _json_object(path: str) -> dict[str, Any]:
+    import json
+
     try:
         data = json.loads(_read_bytes(path).decode("utf-8"))
     except UnicodeDecodeError:
@@ -171,6 +171,8 @@ def _script(path: str, key: str, relative: str) -> str:
                    ) from None
     if not stat.S_ISREG(info.st_mode):
         raise _Bad(f"{key!r} names {script}, which is not a file")
+    import shlex
+
     quoted = shlex.quote(script)
     if info.st_mode & 0o111:
         return quoted

@@ -38,16 +38,21 @@ INCOMPLETE = "incomplete"
 HOLDER = ".setup"  # held by the `new` (or `restore`) running the post_create hooks
 
 
-def any_hooks_file(home: str, checkout: str) -> bool:
-    """Two stats, so that the hooks module (and TOML) loads only where hooks exist."""
+def any_hooks_file(home: str, checkout: str, repo_root: str | None = None) -> bool:
+    """A few stats, so that the hooks module (and TOML) loads only where hooks exist:
+    `repo_root`, the main checkout, may hold another tool's setup file."""
+    from .setup_files import present
+
     return (os.path.exists(f"{home}/worktree.toml")
-            or os.path.exists(f"{checkout}/.vibe/worktree.toml"))
+            or os.path.exists(f"{checkout}/.vibe/worktree.toml")
+            or (repo_root is not None and present(repo_root) is not None))
 
 
-def hooks_due(home: str, checkout: str, sparse: Collection[str]) -> bool:
+def hooks_due(home: str, checkout: str, sparse: Collection[str],
+              repo_root: str | None = None) -> bool:
     """post_create hooks may run for this new checkout (a sparse one's project hooks are
     read from its start point, so it may have some without a file in it)."""
-    return bool(sparse) or any_hooks_file(home, checkout)
+    return bool(sparse) or any_hooks_file(home, checkout, repo_root)
 
 
 # -- the record's key -------------------------------------------------------------------------
