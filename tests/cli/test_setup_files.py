@@ -474,3 +474,17 @@ def test_the_pool_runs_an_imported_setup_and_new_reports_it_pooled(
     assert created["hooks"] == [{"name": "cursor-setup", "type": "post_create",
                                  "source": sf.CURSOR, "status": "pooled", "exit_code": 0}]
     assert (Path(created["path"]) / ".env").read_text() == "SECRET=main\n"
+
+
+def test_merge_runs_the_imported_removal_script_before_it_removes(
+        repo: Repo, vwt: Vwt) -> None:
+    commit_setup(repo, {sf.CODEX: CODEX_ENVIRONMENT.replace("npm install\nnpm run build\n",
+                                                             "true\n")})
+    vwt.ok("hooks", "approve", "--all")
+    checkout = Path(vwt.new("feature")["path"])
+    repo.commit("work", {"feature.txt": "done\n"}, cwd=checkout)
+    merged = vwt.ok("merge", "feature", "--json").json()
+    assert merged["removed"] is True
+    assert [(h["name"], h["source"], h["status"]) for h in merged["hooks"]] == [
+        ("codex-cleanup", sf.CODEX, "ok")]
+    assert (repo.path / "cleaned.log").read_text() == f"{checkout}\n"

@@ -9,8 +9,9 @@ Vibe keeps keys it does not know, and a new file in the claim folder would stop 
 - `true`: the post_create hooks are due and none is known to have succeeded: written with
   the reservation and kept in the record that gets the base commit, so a kill at any moment
   after it still reads as unfinished (the creation drops it when there is no hooks file);
-- a list of `user:NAME` / `project:NAME`: the hooks that have not succeeded yet. A hook is
-  in it before it starts and taken out once it succeeded (a background hook by its keeper).
+- a list of `user:NAME` / `project:NAME` / `<file>:NAME` (imported from another tool's
+  file): the hooks that have not succeeded yet. A hook is in it before it starts and taken
+  out once it succeeded (a background hook by its keeper).
 
 `vwt new NAME` that reuses the worktree runs those hooks again, and only those.
 """
