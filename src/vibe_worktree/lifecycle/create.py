@@ -182,8 +182,9 @@ def _with_setup(repo: Repo, claim: Claim, final: Record) -> Record:
 
 def _take_from_pool(repo: Repo, claim: Claim, record: Record, start: Start, out: Output
                     ) -> Taken | None:
-    """A ready entry moved into the reserved folder, switched to the new branch; None when
-    the pool has none that fits (one stat when there is no pool)."""
+    """A ready entry moved into the reserved folder, made to work at its path, switched to
+    the new branch; None when the pool has none that fits (one stat when there is no
+    pool)."""
     if not os.path.isdir(f"{repo.root.path}/.pool/{repo.bucket}"):
         return None
     from . import pool_take
@@ -194,6 +195,7 @@ def _take_from_pool(repo: Repo, claim: Claim, record: Record, start: Start, out:
         return None
     checkpoint("new.pool_taken")
     try:
+        pool_take.relocate_moved(taken, claim.checkout, out.warn)
         taken = pool_take.check_out(taken, claim.checkout, record.branch, start.commit,
                                start.create_branch)
         taken = pool_take.copy_included_again(taken, repo.info.repo_root, claim.checkout,

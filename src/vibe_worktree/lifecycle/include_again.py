@@ -19,7 +19,7 @@ import os
 import stat
 from collections.abc import Callable, Sequence
 
-from ..core.errors import VwtError
+from ..core.errors import VwtError, disk_is_full
 from ..core.files import replace_in_folder
 from .include import included_files, patterns_for
 from .relocate import folder_of
@@ -108,8 +108,8 @@ def copy_again(repo_root: str, checkout: str, home: str,
     """At a take: copy into `checkout` each selected file of the main checkout that changed
     since the fill, or that is new since; the relative paths copied. `recorded`: the fill's
     fingerprints, None for an entry an older `vwt` made (then a file is copied when it
-    differs from the entry's copy). Never fails the take: a file that cannot be copied is a
-    warning."""
+    differs from the entry's copy). A file that cannot be copied is a warning; only a full
+    disk fails (OSError)."""
     try:
         selected = selected_files(repo_root, home)
     except VwtError as exc:
@@ -123,6 +123,8 @@ def copy_again(repo_root: str, checkout: str, home: str,
         try:
             copy_over(repo_root, checkout, rel)
         except OSError as exc:
+            if disk_is_full(exc):
+                raise  # the take is undone: `new` fails as on any full disk
             warn(f"{rel} changed in {repo_root} since the pool entry was made, and could not "
                  f"be copied again ({exc.strerror or exc}); the worktree has the older copy")
             continue

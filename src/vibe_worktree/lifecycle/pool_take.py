@@ -29,6 +29,7 @@ class Taken(NamedTuple):
     hooks: tuple[dict[str, object], ...]
     changed: tuple[str, ...] = ()  # paths that differ between `base` and the start point
     include: dict[str, object] | None = None  # the fill's fingerprints of its copies
+    path: str = ""  # where the entry was made (what its hooks wrote names this folder)
     recopied: tuple[str, ...] = ()  # `.worktreeinclude` files copied again at the take
 
 
@@ -49,20 +50,19 @@ def take(root: Root, bucket: str, sparse: tuple[str, ...], start: str, checkout:
             continue
         placed = _place(claimed, checkout, warn)
         if placed:
-            _relocate(entry.path, checkout, entry.hooks, warn)
-            return Taken(entry.base, entry.hooks, include=entry.include)
+            return Taken(entry.base, entry.hooks, include=entry.include, path=entry.path)
     return None
 
 
-def _relocate(old: str, checkout: str, hooks: tuple[dict[str, object], ...], warn: Warn
-              ) -> None:
-    """What the entry's hooks wrote that names its old folder names `checkout` now (before
-    the branch is checked out, so that a post-checkout hook finds a working venv)."""
+def relocate_moved(taken: Taken, checkout: str, warn: Warn) -> None:
+    """What the entry's hooks wrote that names its old folder names `checkout` now (called
+    before the branch is checked out, so that a post-checkout hook finds a working venv).
+    OSError when the disk is full: the take is then undone."""
     from .relocate import patterns_of, relocate
 
-    patterns = patterns_of(hooks)
-    if patterns:
-        relocate(checkout, old, patterns, warn)
+    patterns = patterns_of(taken.hooks)
+    if patterns and taken.path:
+        relocate(checkout, taken.path, patterns, warn)
 
 
 def copy_included_again(taken: Taken, repo_root: str, checkout: str, home: str, warn: Warn

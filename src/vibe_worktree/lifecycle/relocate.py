@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from fnmatch import fnmatchcase
 from typing import NamedTuple
 
-from ..core.errors import VwtError
+from ..core.errors import VwtError, disk_is_full
 from ..core.files import replace_in_folder
 from ..core.patterns import any_matches
 
@@ -84,8 +84,8 @@ def replace_path(data: bytes, old: bytes, new: bytes) -> bytes:
 def relocate(checkout: str, old: str, patterns: Sequence[str] = DEFAULT_PATTERNS,
              warn: Warn = _quiet) -> Relocated:
     """In `checkout` (moved there from `old`), make the untracked files matching `patterns`
-    name `checkout` wherever they named `old`. Never fails the take: a file that cannot be
-    rewritten is reported through `warn` and left as it was."""
+    name `checkout` wherever they named `old`. A file that cannot be rewritten is reported
+    through `warn` and left as it was; only a full disk fails (OSError)."""
     wanted = [p for p in patterns if p.strip() and not p.startswith("#")]
     if not wanted or old == checkout:
         return Relocated()
@@ -109,6 +109,8 @@ def relocate(checkout: str, old: str, patterns: Sequence[str] = DEFAULT_PATTERNS
         try:
             _rewrite(checkout, rel, data, old_b, new_b)
         except OSError as exc:
+            if disk_is_full(exc):
+                raise  # a worktree left naming another folder is not one `new` would make
             warn(f"{checkout}/{rel} still names {old} ({exc.strerror or exc}); left as it was")
             continue
         (relinked if data is None else rewritten).append(rel)
