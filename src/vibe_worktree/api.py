@@ -120,12 +120,14 @@ class Worktrees:
         return new.restore(self.repo, name, self._output, hooks, ask)
 
     # -- hooks -----------------------------------------------------------------------------
-    def hooks(self) -> list[ListedHook]:
-        """The user's hooks and the project hooks of the checkout containing `cwd`."""
+    def hooks(self, *, warn: bool = True) -> list[ListedHook]:
+        """The user's hooks, the project hooks of the checkout containing `cwd`, and those
+        imported from the main checkout's setup file for another tool (`warn`: say on
+        stderr when that file is malformed)."""
         from .lifecycle.hooks import listing
 
         return listing(self.root.home, self.repo.bucket, self.repo.info.toplevel,
-                       self.repo.info.repo_root, self.warn)
+                       self.repo.info.repo_root, self.warn if warn else None)
 
     def approve_hooks(self, names: Sequence[str] = (), *, all_hooks: bool = False,
                       approve: bool = True) -> list[ListedHook]:
@@ -143,7 +145,7 @@ class Worktrees:
             project = [h for h in project if h.name in names]
         if project:
             change_approvals(self.root.home, self.repo.bucket, project, approve)
-        return self.hooks()
+        return self.hooks(warn=False)  # a malformed file was named once already
 
     @property
     def _output(self) -> _create.Output:
