@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
@@ -29,12 +28,12 @@ except ImportError:  # pragma: no cover - other Pythons
 
 ENV_TYPE = "env"  # how the approvals store and `vwt hooks` name the table
 ENV_NAME = "env"
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RESERVED_PREFIX = "VWT_"
-_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|\{")
-_PORT_PLUS = re.compile(r"port\+([0-9]+)")
-_COMPOSE_OUTSIDE = re.compile(r"[^a-z0-9_-]")
-_SLUG_OUTSIDE = re.compile(r"[^a-z0-9_]")
+# by hand rather than with `re`, whose import `vwt env` need not pay (SPEC §7, B15)
+_LOWER_DIGITS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+_COMPOSE_KEEPS = _LOWER_DIGITS | {"-"}
+_KEY_STARTS = _LOWER_DIGITS - set("0123456789") | set("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_KEY_CHARS = _KEY_STARTS | set("0123456789")
 
 Warn = Callable[[str], None]
 
@@ -62,12 +61,16 @@ def compose_project_name(repo_root: str, name: str) -> str:
     """`<repo folder>-<name>`, lowercased, each character outside `[a-z0-9_-]` a `-`
     (what docker compose accepts as a project name)."""
     folder = os.path.basename(repo_root.rstrip("/"))
-    return _COMPOSE_OUTSIDE.sub("-", f"{folder}-{name}".lower())
+    return "".join(c if c in _COMPOSE_KEEPS else "-" for c in f"{folder}-{name}".lower())
 
 
 def slug(name: str) -> str:
     """The name lowercased, each character outside `[a-z0-9_]` a `_` (a database name, say)."""
-    return _SLUG_OUTSIDE.sub("_", name.lower())
+    return "".join(c if c in _LOWER_DIGITS else "_" for c in name.lower())
+
+
+def is_variable_name(key: str) -> bool:
+    return bool(key) and key[0] in _KEY_STARTS and all(c in _KEY_CHARS for c in key)
 
 
 def own_variables(place: Place) -> dict[str, str]:
@@ -116,7 +119,7 @@ def env_table(data: Mapping[str, object], where: str) -> EnvTable | None:
         raise EnvError(f"{where}: 'env' must be a table ([env]) of KEY = \"value\" lines")
     items = []
     for key, value in table.items():
-        if not _KEY.fullmatch(key):
+        if not is_variable_name(key):
             raise EnvError(f"{where}: [env] {key!r} is not a variable name (letters, digits "
                            "and _, not starting with a digit)")
         if key.startswith(_RESERVED_PREFIX):
@@ -136,27 +139,41 @@ def expand(value: str, key: str, place: Place, where: str) -> str:
     known = {"name": place.name, "slug": slug(place.name), "branch": place.branch,
              "path": place.path, "repo": os.path.basename(place.repo_root.rstrip("/")),
              "port": str(place.port)}
+    out = []
+    i = 0
+    while i < len(value):
+        brace = min((j for j in (value.find("{", i), value.find("}", i)) if j >= 0),
+                    default=len(value))
+        out.append(value[i:brace])
+        if brace == len(value):
+            break
+        pair = value[brace:brace + 2]
+        if pair in ("{{", "}}"):
+            out.append(pair[0])
+            i = brace + 2
+        elif value[brace] == "}":  # a lone closing brace is just a brace
+            out.append("}")
+            i = brace + 1
+        else:
+            end = value.find("}", brace + 1)
+            inner = value[brace + 1:end] if end >= 0 else "{"
+            if "{" in inner:
+                raise EnvError(f"{where}: [env] {key}: a '{{' that opens no placeholder "
+                               "(write '{{' for a brace)")
+            out.append(known[inner] if inner in known else _port_plus(inner, key, place, where))
+            i = end + 1
+    return "".join(out)
 
-    def one(match: re.Match[str]) -> str:
-        whole, inner = match[0], match[1]
-        if whole in ("{{", "}}"):
-            return whole[0]
-        if inner is None:
-            raise EnvError(f"{where}: [env] {key}: a '{{' that opens no placeholder (write "
-                           "'{{' for a brace)")
-        if inner in known:
-            return known[inner]
-        plus = _PORT_PLUS.fullmatch(inner)
-        if plus is None:
-            raise EnvError(f"{where}: [env] {key}: unknown placeholder {{{inner}}} (known: "
-                           "{name} {slug} {branch} {path} {repo} {port} {port+K})")
-        offset = int(plus[1])
-        if offset >= len(place.ports):
-            raise EnvError(f"{where}: [env] {key}: {{{inner}}} is past the worktree's "
-                           f"{len(place.ports)} port(s) (K must be below [ports] count)")
-        return str(place.ports[offset])
 
-    return _PLACEHOLDER.sub(one, value)
+def _port_plus(inner: str, key: str, place: Place, where: str) -> str:
+    offset = inner.removeprefix("port+")
+    if offset == inner or not (offset.isascii() and offset.isdigit()):
+        raise EnvError(f"{where}: [env] {key}: unknown placeholder {{{inner}}} (known: "
+                       "{name} {slug} {branch} {path} {repo} {port} {port+K})")
+    if int(offset) >= len(place.ports):
+        raise EnvError(f"{where}: [env] {key}: {{{inner}}} is past the worktree's "
+                       f"{len(place.ports)} port(s) (K must be below [ports] count)")
+    return str(place.ports[int(offset)])
 
 
 def table_variables(table: EnvTable, place: Place) -> dict[str, str]:
