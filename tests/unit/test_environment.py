@@ -191,3 +191,14 @@ def test_shell_lines_keep_bytes_that_are_not_utf8(shell: str, tmp_path: Path) ->
     script.write_bytes(for_shell({"VWT_PATH": odd}, SHELLS[shell][2])
                        .encode("utf-8", "surrogateescape"))
     assert environment_after(shell, script)[b"VWT_PATH"] == os.fsencode(odd)
+
+
+def test_the_table_is_approved_by_the_key_vwt_hooks_keeps_its_entry_by(tmp_path: Path) -> None:
+    from vibe_worktree.lifecycle.hooks import env_entry
+
+    (tmp_path / ".vibe").mkdir()
+    (tmp_path / ".vibe" / "worktree.toml").write_text('[env]\nA = "x{port}"\nB = "y"\n')
+    [entry] = env_entry(str(tmp_path))
+    found = env_table({"env": {"A": "x{port}", "B": "y"}}, "anywhere")
+    assert found is not None and entry.key == found.key
+    assert (entry.name, entry.type, entry.command) == ("env", "env", found.text)

@@ -41,7 +41,8 @@ def cmd_hooks(wt: Worktrees, ns: argparse.Namespace) -> int:
         h = r.hook
         state = "approved" if r.approved else "NOT APPROVED"
         mode = ", background" if h.background else ""
-        print(f"{h.type:<12} {h.source:<8} {h.name:<20} {state}{mode}  {h.command}")
+        command = h.command.replace("\n", "; ")  # an [env] table's lines
+        print(f"{h.type:<12} {h.source:<8} {h.name:<20} {state}{mode}  {command}")
     return EXIT_OK
 
 

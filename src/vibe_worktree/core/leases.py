@@ -20,21 +20,25 @@ from __future__ import annotations
 import json
 import os
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
 from .config import port_range
 from .errors import VwtError, disk_is_full
 from .files import write_atomically
 from .layout import Root
-from .locks import locked
 from .names import path_segment_problem
 from .ports import port_for
+from .records import MAX_PORTS, port_block
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .locks import locked
 
 TABLE = ".ports.json"
 LOCK = ".ports"
 DEFAULT_COUNT = 1
-MAX_COUNT = 100
+MAX_COUNT = MAX_PORTS
 
 
 class Lease(NamedTuple):
@@ -81,6 +85,13 @@ def lock_path(root: Root) -> str:
     return f"{root.claims}/{LOCK}"
 
 
+def _locked(root: Root, create: bool = True) -> locked:
+    """The table's lock (imported here: a reader of the table, `vwt env`, takes none)."""
+    from .locks import locked
+
+    return locked(lock_path(root), root.path, create=create)
+
+
 def check_count(value: object, where: str) -> int:
     """`[ports] count` as a number of ports; an error naming `where` when it is not one."""
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
@@ -91,16 +102,7 @@ def check_count(value: object, where: str) -> int:
 
 def ports_of_record(data: dict[str, object]) -> tuple[int, ...] | None:
     """The `ports` list of a record (or recovery record) when it is a whole block, else None."""
-    value = data.get("ports")
-    if not isinstance(value, list) or not 1 <= len(value) <= MAX_COUNT:
-        return None
-    if not all(isinstance(p, int) and not isinstance(p, bool) for p in value):
-        return None
-    first = value[0]
-    if first < 1 or first + len(value) - 1 > 65535 \
-            or value != list(range(first, first + len(value))):
-        return None
-    return tuple(value)
+    return port_block(data.get("ports"))
 
 
 # -- reading -----------------------------------------------------------------------------------
@@ -118,9 +120,10 @@ def read_table(root: Root) -> dict[str, int]:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         data = None
+    # a light check of every entry (`vwt env` reads a thousand); the names are checked
+    # where an entry is acted upon (`split_key`)
     if not isinstance(data, dict) or not all(
-        split_key(k) is not None and isinstance(v, int) and not isinstance(v, bool)
-        and 1 <= v <= 65535 for k, v in data.items()
+        "/" in k and type(v) is int and 1 <= v <= 65535 for k, v in data.items()
     ):
         raise BadTable(f"{path} is not a port lease table; vwt prune rebuilds it from the "
                        "records")
@@ -154,11 +157,16 @@ def current(root: Root, bucket: str, name: str, ports: tuple[int, ...] | None) -
     return lease_in(read_table(root), bucket, name, ports)
 
 
+def hash_start(bucket: str, name: str, count: int, low: int, high: int) -> int:
+    """Where the block a new lease tries first starts: at the worktree's hash port, moved
+    down so that the block fits inside the range."""
+    return max(min(port_for(bucket, name, low, high), high - count + 1), low)
+
+
 def hash_block(bucket: str, name: str, count: int, low: int, high: int) -> Lease:
-    """The block a new lease tries first: from the worktree's hash port, moved down so that
-    it fits inside the range. A worktree without a lease (made by Vibe, say) is given it too."""
-    first = min(port_for(bucket, name, low, high), high - count + 1)
-    return Lease(max(first, low), count)
+    """The block a new lease tries first. A worktree without a lease (made by Vibe, say) is
+    given it too, until it has one."""
+    return Lease(hash_start(bucket, name, count, low, high), count)
 
 
 # -- what listens ------------------------------------------------------------------------------
@@ -305,8 +313,12 @@ def find_block(others: _Others, in_use: InUse, count: int, low: int, high: int,
 
 # -- changing the table ------------------------------------------------------------------------
 def _write_table(root: Root, table: dict[str, int]) -> None:
+    """Replaced whole (a temporary file renamed over it), never seen half written. Not
+    fsync-ed, unlike the records: they carry each lease's ports, so a table a power cut
+    took back to an older state is mended from them (prune gives a worktree whose lease
+    is missing its recorded block again, or a new one), and a lease costs `new` no flush."""
     payload = json.dumps(dict(sorted(table.items())), indent=2, ensure_ascii=False) + "\n"
-    write_atomically(table_path(root), payload.encode("utf-8"))
+    write_atomically(table_path(root), payload.encode("utf-8"), durable=False)
 
 
 def _no_block(root: Root, count: int, low: int, high: int) -> NoFreeBlock:
@@ -342,7 +354,9 @@ class leasing:
         self._lock: locked | None = None
 
     def __enter__(self) -> Lease:
-        self._lock = locked(lock_path(self.root), self.root.path)
+        if self.in_use is None:  # read before the lock: others wait less for it
+            self.in_use = in_use_checker()
+        self._lock = _locked(self.root)
         self._lock.__enter__()
         try:
             lease, self.made = self._find(read_table(self.root))
@@ -395,24 +409,44 @@ class leasing:
 
 
 def release(root: Root, bucket: str, name: str) -> bool:
-    """Drop the worktree's lease (its removal is done): True when there was one. Never fails
-    a removal: a table that cannot be read or written (a full disk) keeps the entry, and
-    `vwt prune` drops it later, since its worktree is gone."""
-    if not os.path.exists(table_path(root)):
-        return False
+    """Drop the worktree's lease (its removal is done): True when there was one."""
+    return bool(release_all(root, [(bucket, name)]))
+
+
+def release_all(root: Root, worktrees: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Drop the leases of these (bucket, name) worktrees, gone now, in one change of the
+    table; those that had one. Never fails a removal: a table that cannot be read or written
+    (a full disk) keeps the entries, and `vwt prune` drops them later, their worktrees gone."""
+    wanted = list(worktrees)
+    if not wanted or not os.path.exists(table_path(root)):
+        return []
     try:
-        with locked(lock_path(root), root.path):
+        with _locked(root):
             table = read_table(root)
-            if table.pop(key_of(bucket, name), None) is None:
-                return False
-            _write_table(root, table)
-            return True
+            dropped = [w for w in wanted if table.pop(key_of(*w), None) is not None]
+            if dropped:
+                _write_table(root, table)
+            return dropped
     except BadTable:
-        return False
+        return []
     except OSError as exc:
         if disk_is_full(exc) or isinstance(exc, PermissionError):
-            return False
+            return []
         raise
+
+
+def move(root: Root, bucket: str, name: str, new_bucket: str) -> bool:
+    """The worktree's lease follows its claim into another bucket (a moved repository)."""
+    if not os.path.exists(table_path(root)):
+        return False
+    with _locked(root):
+        table = read_table(root)
+        first = table.pop(key_of(bucket, name), None)
+        if first is None:
+            return False
+        table[key_of(new_bucket, name)] = first
+        _write_table(root, table)
+    return True
 
 
 # -- repair ------------------------------------------------------------------------------------
@@ -433,7 +467,7 @@ def repair(root: Root, dry_run: bool = False) -> Repaired:
     that cannot be parsed still keeps its lease: nothing is dropped on the strength of it."""
     if not os.path.lexists(table_path(root)):
         return Repaired((), False)
-    with locked(lock_path(root), root.path, create=not dry_run):
+    with _locked(root, create=not dry_run):
         rebuilt = False
         try:
             table = read_table(root)

@@ -222,3 +222,55 @@ def for_shell(variables: Mapping[str, str], shell: str) -> str:
     if shell == "fish":
         return "".join(f"set -gx {k} {fish_quote(v)}\n" for k, v in variables.items())
     return "".join(f"export {k}={sh_quote(v)}\n" for k, v in variables.items())
+
+
+# -- a managed worktree's ----------------------------------------------------------------------
+def project_env_table(checkout: str, sparse: bool = False) -> EnvTable | None:
+    """The `[env]` table of the worktree's own `.vibe/worktree.toml` (a sparse checkout that
+    leaves `.vibe/` out: of its HEAD commit); HooksFileError when the file is not TOML."""
+    from .settings import PROJECT_FILE, parse_toml, project_file, read_toml
+
+    path = project_file(checkout)
+    data = read_toml(path)
+    if data is None and sparse:
+        from ..core.git import Git, file_at
+
+        raw = file_at(Git(checkout), "HEAD", PROJECT_FILE)
+        path = f"{path} (at HEAD)"
+        data = None if raw is None else parse_toml(raw, path)
+    return None if data is None else env_table(data, path)
+
+
+class Worktree(NamedTuple):
+    """What the environment of a managed worktree is built from."""
+
+    bucket: str
+    name: str
+    branch: str
+    path: str
+    repo_root: str
+    recorded_ports: tuple[int, ...] | None  # its record's `ports`
+    sparse: bool = False
+
+
+def of_worktree(home: str, worktree: Worktree, warn: Warn, with_table: bool = True
+                ) -> dict[str, str]:
+    """The environment of a managed worktree: its lease's ports (`leasing.ports_of`), its
+    checkout's `[env]` table once approved (`with_table` False: without it). EnvError or
+    HooksFileError when the table cannot be applied."""
+    from ..core.layout import Root
+    from .leasing import ports_of
+
+    root = Root.at(home)
+    ports = ports_of(root, worktree.bucket, worktree.name, worktree.recorded_ports,
+                     worktree.path).ports
+    place = Place(worktree.name, worktree.branch, worktree.path, worktree.bucket,
+                  worktree.repo_root, ports)
+    table = project_env_table(worktree.path, worktree.sparse) if with_table else None
+
+    def approved(found: EnvTable) -> bool:
+        from .settings import approved_keys
+
+        return found.key in approved_keys(home, worktree.bucket)
+
+    return environment(place, table, approved, warn)
