@@ -201,3 +201,13 @@ def test_the_api_gives_the_same_environment_and_ports(repo: Repo, sandbox: Sandb
     assert inside.env().variables == expected, "without NAME: the worktree of cwd"
     found = Worktrees(home=str(sandbox.vibe_home), cwd=str(repo.path)).port("web")
     assert (found.port, found.leased) == (int(expected["PORT"]), True)
+
+
+def test_a_settings_file_that_is_not_toml_fails_env_saying_which(repo: Repo, vwt: Vwt) -> None:
+    path = Path(vwt.new("web")["path"])
+    (path / ".vibe").mkdir()
+    (path / ".vibe" / "worktree.toml").write_text("[env\nBROKEN")
+    result = vwt("env", "web")
+    assert_error(result, 1)
+    assert "worktree.toml" in result.err and "not valid TOML" in result.err
+    assert "--no-hooks" not in result.err

@@ -113,9 +113,13 @@ def port_document(claim: Claim) -> PortDocument:
 def env_document(claim: Claim, warn: Warn) -> EnvDocument:
     """The worktree's environment (`lifecycle.environment.of_worktree`)."""
     from ..lifecycle.environment import Worktree, of_worktree
+    from ..lifecycle.settings import HooksFileError
 
     record = _record(claim)
     worktree = Worktree(claim.bucket, claim.name, record.branch, claim.checkout,
                         record.repo_root, record.ports, bool(record.sparse))
-    return EnvDocument(claim.name, claim.bucket,
-                       of_worktree(claim.root.home, worktree, warn))
+    try:
+        variables = of_worktree(claim.root.home, worktree, warn)
+    except HooksFileError as exc:  # its .vibe/worktree.toml is not TOML
+        raise VwtError(exc.message.removesuffix(" or pass --no-hooks")) from None
+    return EnvDocument(claim.name, claim.bucket, variables)
