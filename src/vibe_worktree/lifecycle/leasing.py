@@ -20,7 +20,7 @@ from ..core.config import port_range
 from ..core.errors import VwtError
 from ..core.layout import Claim, Root
 from ..core.records import CorruptRecord, Record, read_record, write_record
-from .settings import HooksFileError, project_file, read_toml, user_file
+from .settings import project_file, user_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,6 +44,8 @@ def count_in(data: dict[str, Any] | None, where: str) -> int | None:
 def _readable(path: str) -> dict[str, Any] | None:
     """A settings file for its `[ports]`: one that is not TOML sets no count (`new` says
     what is wrong with it where its hooks are read)."""
+    from .settings import HooksFileError, read_toml  # only when there is a file to read
+
     try:
         return read_toml(path)
     except HooksFileError:
