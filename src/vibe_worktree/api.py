@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from .lifecycle.pool import PoolStatus
     from .lifecycle.prune import PruneResult
     from .lifecycle.remove import Confirm, Removal, Snapshot
+    from .runtime.env import EnvDocument, PortDocument
 
 Warn = Callable[[str], None]
 HOLDER_ENV = "VWT_HOLDER_ID"
@@ -235,11 +236,11 @@ class Worktrees:
         import subprocess
 
         with self.hold(name) as holder:
-            env = dict(os.environ)
-            env.update(VWT_NAME=name, VWT_PATH=holder.claim.checkout, **{HOLDER_ENV: holder.id})
-            from .core.ports import PORT_ENV, worktree_port
+            from .runtime.env import env_document
 
-            env[PORT_ENV] = str(worktree_port(self.root.home, holder.claim.bucket, name))
+            env = dict(os.environ)
+            env.update(env_document(holder.claim, self.warn).variables)  # as vwt env says
+            env[HOLDER_ENV] = holder.id
             env.update(extra_env or {})
             previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
             try:
@@ -258,6 +259,21 @@ class Worktrees:
             finally:
                 signal.signal(signal.SIGINT, previous)
         return 128 - code if code < 0 else code
+
+    def port(self, name: str) -> PortDocument:
+        """The ports of NAME's lease (SPEC §17); a name without a lease (a worktree Vibe
+        made, or none yet) gets its hash block, the one its lease would try first."""
+        from .core.names import validate_name
+        from .runtime.env import port_document
+
+        return port_document(self.claim(validate_name(name, as_branch=False)))
+
+    def env(self, name: str | None = None) -> EnvDocument:
+        """NAME's environment, as its hooks, `run` and `shell` get it (SPEC §17); without
+        NAME, of the managed worktree containing `cwd`."""
+        from .runtime.env import env_document, named
+
+        return env_document(named(self.root, self.cwd, name), self.warn)
 
     # -- clean up --------------------------------------------------------------------------
     def remove(self, name: str, *, confirm_dirty: bool | Confirm = False,
@@ -290,7 +306,8 @@ class Worktrees:
             from .lifecycle import hooks as _hooks
 
             ctx = _hooks.context(self.root.home, claim.bucket, claim.name, record.branch,
-                                 claim.checkout, record.repo_root, record.base_commit or "")
+                                 claim.checkout, record.repo_root, record.base_commit or "",
+                                 warn=self.warn, sparse=bool(record.sparse))
             return _hooks.before_remove(_hooks.Runner(self.root.home, self.warn, ask), ctx)
         return run
 

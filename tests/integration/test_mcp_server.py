@@ -207,6 +207,8 @@ def test_every_tool_result_matches_its_schema(box: Box) -> None:
         await checked(client, "status", name="tour")
         await checked(client, "snapshot", name="tour")
         await checked(client, "conflicts", name="tour")
+        env = await checked(client, "env", name="tour")
+        assert env["env"]["VWT_PORT"] == str(created["ports"][0])
         with open(f"{created['path']}/notes.txt", "w") as handle:
             handle.write("unsaved\n")
         assert (await checked(client, "remove", name="tour"))["message"]

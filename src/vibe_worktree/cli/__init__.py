@@ -139,10 +139,11 @@ _HOT: dict[str, tuple[dict[str, str], dict[str, str], tuple[str, ...]]] = {
     ),
     "hook": ({}, {}, ("agent",)),  # every Claude Code event starts a process: keep it quick
     "statusline": ({}, {}, ()),
+    "env": ({"--json": "json"}, {"--shell": "shell"}, ("name",)),  # shells ask it often
     "activity": ({}, {"--agent": "agent", "--session": "session"}, ("action", "state")),
 }
 # Called with no Worktrees (they build what they need): one process per event or line.
-_LIGHT = frozenset({"hook", "statusline", "activity"})
+_LIGHT = frozenset({"hook", "statusline", "activity", "env"})
 _GLOBAL_OPTIONS = {"--home": "home", "-C": "directory"}
 # What argparse sets that the fast path never parses (`--sparse` repeats: argparse's).
 _HOT_DEFAULTS: dict[str, dict[str, Any]] = {"new": {"sparse": None, "pr": None}}
@@ -246,8 +247,10 @@ SUBCOMMANDS: dict[str, tuple[str, str, str, bool]] = {
              "worktrees:cmd_path", "worktrees:name_arg", False),
     "cd": ("print a worktree's path; with vwt shell-init, change to it",
            "worktrees:cmd_cd", "worktrees:name_arg", False),
-    "port": ("print the worktree's stable port (exported as VWT_PORT by run and shell)",
-             "runtime:cmd_port", "worktrees:name_arg", True),
+    "port": ("print the first port of the worktree's lease (VWT_PORT and PORT in its "
+             "environment)", "runtime:cmd_port", "worktrees:name_arg", True),
+    "env": ("print a worktree's environment: VWT_*, PORT, COMPOSE_PROJECT_NAME, its [env] "
+            "table; --shell for lines to eval", "runtime:cmd_env", "runtime:env_args", True),
     "status": ("inspect what removing a worktree would lose",
                "worktrees:cmd_status", "worktrees:name_arg", True),
     "run": ("run a command inside a worktree while holding it",
@@ -311,6 +314,8 @@ EXAMPLES: dict[str | None, str] = {
     "path": "ls \"$(vwt path feature)\"",
     "cd": "vwt cd feature",
     "port": "vwt port web --json",
+    "env": ('vwt env web --json\neval "$(vwt env --shell sh)"   # inside the worktree\n'
+            "vwt env web --shell fish | source"),
     "status": "vwt status feature --json",
     "run": "vwt run feature -- make test",
     "shell": "vwt shell feature",

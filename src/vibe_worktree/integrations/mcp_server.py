@@ -260,10 +260,13 @@ def _tools(session: Session) -> list[tuple[str, Any]]:
         return _call(lambda: _result({"pools": [p.to_json() for p in session.worktrees(
             directory).pool_status(all_repos=all_repos)]}))
 
+    def env(name: str | None = None, directory: str | None = None) -> Any:
+        return _call(lambda: _result(session.worktrees(directory).env(name).to_json()))
+
     return [("create", create), ("list", list_worktrees), ("status", status),
             ("remove", remove), ("snapshot", snapshot), ("restore", restore), ("prune", prune),
             ("merge", merge), ("sync", sync), ("conflicts", conflicts), ("foreign", foreign),
-            ("adopt", adopt), ("pool", pool)]
+            ("adopt", adopt), ("pool", pool), ("env", env)]
 
 
 DESCRIPTIONS = {
@@ -287,7 +290,8 @@ DESCRIPTIONS = {
         "List the managed worktrees of the repository (all repositories with `all_repos`). "
         "Each: {name, branch, path, bucket, repo_root, base_commit, branch_created, "
         "claimed_at, state, held, holders, changes, ahead, clean, target, behind, integrated, "
-        "safe_to_remove}; `integrated` says why its commits are already in the target branch "
+        "safe_to_remove, ports}; `ports` is the worktree's block of TCP ports; "
+        "`integrated` says why its commits are already in the target branch "
         "(same_commit, ancestor, same_tree, no_added_changes, patch_equivalent, squashed) or "
         "is null; `rebase` is \"stopped\" while a sync is stopped at a conflict there (its "
         "work is then never called landed: integrated null, safe_to_remove false); "
@@ -297,7 +301,7 @@ DESCRIPTIONS = {
     "status": (
         "Inspect what removing worktree NAME would lose: {name, path, branch, "
         "branch_created, base_commit, changes, untracked, ahead, clean, held, holders, target, "
-        "behind, integrated, safe_to_remove} (the last four as in `list`)."
+        "behind, integrated, safe_to_remove, ports} (the last five as in `list`)."
     ),
     "remove": (
         "Remove worktree NAME safely. Outcome: removed, kept_dirty (uncommitted work or "
@@ -324,7 +328,8 @@ DESCRIPTIONS = {
         "unheld worktree whose commits are already in its target branch; `max_size` (\"20G\", "
         "\"500M\") then removes warm pool entries and the oldest unheld worktrees, snapshotted "
         "first, until all of them take at most that. Returns {removed (each with its reason), "
-        "kept, reservations_discarded, stale_holders_removed, pool_removed, freed_bytes}."
+        "kept, reservations_discarded, stale_holders_removed, pool_removed, freed_bytes, "
+        "leases_dropped}."
     ),
     "merge": (
         "Land worktree NAME's commits on the target branch (`into`, default main or the "
@@ -381,6 +386,14 @@ DESCRIPTIONS = {
         "from: {pools: [{bucket, repo_root, size, ready, filling, base, broken}]} for this "
         "repository (every repository with `all_repos`). Read-only; the user fills and "
         "drains it with `vwt pool fill` / `vwt pool drain`."
+    ),
+    "env": (
+        "Worktree NAME's environment (without `name`: of the worktree containing "
+        "`directory`), as its hooks, `vwt run` and `vwt shell` get it: "
+        "{name, bucket, env: {VWT_NAME, VWT_BRANCH, VWT_PATH, VWT_BUCKET, VWT_REPO_ROOT, "
+        "VWT_PORT, VWT_PORTS, PORT, COMPOSE_PROJECT_NAME, then the keys of the repository's "
+        "approved [env] table}}. Start a server of this worktree on its own PORT (every "
+        "worktree has its own block of ports: VWT_PORTS), never on a port of your choosing."
     ),
 }
 

@@ -239,7 +239,8 @@ def recovery_for(target: Target, ref: str) -> Recovery:
         name=record.name, branch=record.branch, repo_root=record.repo_root,
         base_commit=record.base_commit, snapshot_ref=ref, removed_at=utc_now(),
         extra={"branch_created": record.branch_created,
-               **({"sparse": list(record.sparse)} if record.sparse else {})},
+               **({"sparse": list(record.sparse)} if record.sparse else {}),
+               **({"ports": list(record.ports)} if record.ports else {})},
     )
 
 
@@ -334,8 +335,14 @@ def delete_leftover_trash(claim: Claim) -> bool:
     return bool(empty_trash(claim.root, f"{claim.bucket}-{claim.name}-"))
 
 
-def drop_record_and_folders(claim: Claim) -> None:
+def drop_record_and_folders(claim: Claim, lease: bool = True) -> None:
+    """The record goes, and with it the worktree's port lease (`lease` False: the caller
+    gives back many at once)."""
     unlink_if_exists(claim.record_path)
+    if lease:
+        from .leasing import release
+
+        release(claim)
 
 
 def tidy_claim_folders(claim: Claim) -> None:
@@ -393,8 +400,13 @@ def remove_all(doomed: Sequence[Doomed]) -> list[tuple[bool, str]]:
             results[i] = outcome
     checkpoint("rm.branch_deleted")
     for item in doomed:
-        drop_record_and_folders(item.target.claim)
+        drop_record_and_folders(item.target.claim, lease=False)
     checkpoint("rm.record_dropped")
+    if doomed:
+        from .leasing import release_all
+
+        release_all(doomed[0].target.claim.root, [item.target.claim for item in doomed])
+    checkpoint("rm.lease_released")
     for repo_git, ref, commit in stale:
         g.delete_ref(repo_git, ref, commit)
     for i, item in enumerate(doomed):

@@ -1,10 +1,11 @@
 """The settings files and the approvals store.
 
 `.vibe/worktree.toml` (the project's, committed with the code) and `<home>/worktree.toml`
-(the user's) hold the tables vwt reads: `[[hooks]]` (`hooks.py`), `[pool]`
-(`pool.py`), and room for more. `<home>/worktree-approvals.json` keeps, per repository,
-which project-defined commands the user approved: a project file comes with the code, so a
-branch may change it, and what it would run needs the user's yes first.
+(the user's) hold the tables vwt reads: `[[hooks]]` (`hooks.py`), `[pool]` (`pool.py`),
+`[ports]` (`leasing.py`), `[env]` (`environment.py`), and room for more.
+`<home>/worktree-approvals.json` keeps, per repository, which project-defined commands the
+user approved: a project file comes with the code, so a branch may change it, and what it
+would run needs the user's yes first.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from ..core.records import utc_now, write_json_atomically
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from ..core.git import Git
 
 
 PROJECT_FILE = ".vibe/worktree.toml"
@@ -61,6 +64,26 @@ def parse_toml(raw: bytes, path: str) -> dict[str, Any]:
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise HooksFileError(f"{path}: not valid TOML ({exc}); fix it or pass --no-hooks"
                              ) from None
+
+
+_AT_COMMIT: dict[tuple[str, str], tuple[dict[str, Any] | None, str]] = {}
+
+
+def project_at(git: Git, toplevel: str, commit: str) -> tuple[dict[str, Any] | None, str]:
+    """The parsed `.vibe/worktree.toml` of `commit` (a new worktree's start point) and the
+    label that names it in messages; None when it has none. Asked of git only when the
+    checkout at `toplevel` has that file (one stat; `new` pays no git call otherwise), and
+    once per process: the sparse folders and the `[ports]` count read the same file."""
+    label = f"{PROJECT_FILE} (at {commit[:12]})"
+    if not os.path.exists(project_file(toplevel)):
+        return None, label
+    key = (git.cwd, commit)
+    if key not in _AT_COMMIT:
+        from ..core.git import file_at
+
+        raw = file_at(git, commit, PROJECT_FILE)
+        _AT_COMMIT[key] = (None if raw is None else parse_toml(raw, label)), label
+    return _AT_COMMIT[key]
 
 
 class Approval(NamedTuple):
