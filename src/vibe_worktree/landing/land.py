@@ -1,0 +1,540 @@
+"""`vwt land`: the local merge queue (SPEC §18).
+
+A land takes its worktrees in hand (a §2 holder on each, so retention keeps away, and a
+ticket in the repository's queue, so no other land takes them), waits for its turn on the
+target branch T, then for each worktree in turn: syncs it onto T's tip, runs the gate on
+exactly that state, and lands it as `vwt merge` lands it, by compare-and-swap from the tip
+it was gated on. T moved meanwhile: the worktree goes round again (at most three times in
+all). One worktree's refusal or failure is its own result; the next one goes on.
+
+T only ever moves to a commit that passed its gate, or not at all: a land killed at any
+moment leaves it there, the worktree as `sync` or `merge` leave it when killed (`vwt prune`
+repairs), and the queue free (a dead land's ticket and holders are unlocked files).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from ..core import git as g
+from ..core.errors import DiskFull, HeldError, NotFound, VwtError
+from ..core.index_files import repair_repo
+from ..core.integration import Tips, check, read_tips
+from ..core.layout import Claim
+from ..core.locks import (
+    Holder,
+    acquire_holder,
+    landing_lock,
+    live_holders,
+    new_holder_id,
+    prune_lock,
+    registry_lock,
+)
+from ..core.names import path_segment_problem
+from ..lifecycle.remove import Target, inspect, target_for, tidy_claim_folders
+from ..lifecycle.worktrees import READY, Repo, load_entry, validate_checkout
+from . import gate as _gate
+from . import merge as _merge
+from . import sync as _sync
+from .land_order import Planned, claimed_order, ordered
+from .queue import Place, Queue, land_folder
+
+ATTEMPTS = 3
+
+MERGED = _merge.MERGED
+UP_TO_DATE = _merge.UP_TO_DATE
+CONFLICT = _merge.CONFLICT
+KEPT_DIRTY = _merge.KEPT_DIRTY
+KEPT_IN_USE = _merge.KEPT_IN_USE
+TARGET_MOVED = _merge.TARGET_MOVED
+GATE_FAILED = "gate_failed"
+GATE_UNAPPROVED = "gate_unapproved"
+BUSY = "busy"
+NOT_FOUND = "not_found"
+ERROR = "error"  # something failed that is none of the above (its message says what)
+LANDED = (MERGED, UP_TO_DATE)
+
+Say = Callable[[str], None]
+
+
+class LandResult(NamedTuple):
+    """What became of one worktree; `to_json` is its item of the §18 document."""
+
+    name: str
+    outcome: str
+    commit: str | None = None  # T's new tip, or None
+    attempts: int = 0
+    gate: _gate.GateRun | None = None  # the last run of the gate, if one ran
+    conflicts: tuple[str, ...] = ()
+    removed: bool = False
+    message: str = ""  # what a person should know, in one line
+
+    @property
+    def landed(self) -> bool:
+        return self.outcome in LANDED
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "outcome": self.outcome, "commit": self.commit,
+                "attempts": self.attempts,
+                "gate": None if self.gate is None else self.gate.to_json(),
+                "conflicts": list(self.conflicts), "removed": self.removed,
+                "message": self.message or None}
+
+
+class LandReport(NamedTuple):
+    """The whole land: the target, the order it went in, and each worktree's result."""
+
+    into: str
+    results: tuple[LandResult, ...]
+    plan: tuple[Planned, ...]
+    dry_run: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if all(r.landed for r in self.results) else 1
+
+    def to_json(self) -> dict[str, object]:
+        return {"into": self.into, "dry_run": self.dry_run,
+                "order": [p.to_json() for p in self.plan],
+                "results": [r.to_json() for r in self.results]}
+
+
+class Request(NamedTuple):
+    names: tuple[str, ...]  # in the order given; with `ready`, none
+    ready: bool = False
+    into: str | None = None
+    gate: str | None = None  # --gate CMD
+    keep: bool = False
+    wait: bool = True
+    dry_run: bool = False
+    mode: str = _merge.SQUASH
+    own_holders: frozenset[str] = frozenset()  # the caller's (VWT_HOLDER_ID, an MCP session)
+    hooks: bool = True  # run merge's hooks (pre_merge, pre_remove, post_merge)
+
+
+class Output(NamedTuple):
+    """Where a land speaks: `warn` for warnings, `say` for progress (whose turn it waits
+    for), `done` for each worktree's result as soon as it is known."""
+
+    warn: Say
+    say: Say
+    done: Callable[[LandResult], None]
+
+
+# -- the whole land ---------------------------------------------------------------------------
+def land(repo: Repo, request: Request, out: Output) -> LandReport:
+    """Land the requested worktrees, one at a time, in the queue's turn."""
+    if request.mode not in _merge.MODES:
+        raise VwtError(f"unknown merge mode {request.mode!r}; use squash, rebase or ff-only", 2)
+    for name in request.names:
+        if path_segment_problem(name):
+            raise VwtError(f"{name!r} is not a worktree name", 2)
+    tips = read_tips(repo.git, request.into)
+    if tips is None:
+        raise VwtError("no target branch (no main or master, no remote default); pass --into")
+    mine = callers(request.own_holders)
+    names = select_ready(repo, tips, mine) if request.ready else _unique(request.names)
+    plan = ordered(repo, names, forecast_single=request.dry_run)
+    if request.dry_run:
+        return LandReport(tips.branch, (), plan, True)
+    results: list[LandResult] = []
+
+    def finished(result: LandResult) -> None:
+        results.append(result)
+        out.done(result)
+
+    job = _Job(repo, tips.branch, request, mine, new_holder_id("land"), out)
+    held, place = _take_in_hand(job, [p.name for p in plan if p.error is None], finished,
+                                quietly=request.ready)
+    for p in plan:
+        if p.error is not None and not request.ready:
+            finished(LandResult(p.name, NOT_FOUND, message=p.error))
+    try:
+        if place is not None:
+            _land_in_turn(job, place, held, finished)
+    finally:
+        for holder in held.values():
+            _give_back(holder)
+        if place is not None:
+            place.leave()
+    return LandReport(tips.branch, tuple(results), plan)
+
+
+def _unique(names: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(names))
+
+
+class _Job(NamedTuple):
+    """What every worktree of one land shares."""
+
+    repo: Repo
+    into: str
+    request: Request
+    callers: Callers
+    holder_id: str  # this land's holder on each worktree it has in hand
+    out: Output
+
+    @property
+    def home(self) -> str:
+        return self.repo.root.home
+
+    def own(self, claim: Claim) -> frozenset[str]:
+        """The holders of `claim` that are this land's or its caller's."""
+        return self.callers.of(claim) | {self.holder_id}
+
+
+def _take_in_hand(job: _Job, names: list[str], finished: Callable[[LandResult], None],
+                  quietly: bool) -> tuple[dict[str, Holder], Place | None]:
+    """Hold each worktree and take a ticket for those held, all under the queue's lock: a
+    worktree another land has in hand is `busy` (with `quietly`, a `--ready` selection, one
+    that is in another land's hand, or gone meanwhile, is simply not this land's). Returns
+    the holds, by name, and the ticket."""
+    queue = Queue(job.repo.root, job.repo.bucket)
+    held: dict[str, Holder] = {}
+    with queue.locked():
+        in_hand = queue.in_hand()
+        for name in names:
+            if name in in_hand:
+                if not quietly:
+                    finished(LandResult(name, BUSY, message=(
+                        f"{name} is already in the hand of another land "
+                        f"({in_hand[name].describe()}); nothing done")))
+                continue
+            try:
+                held[name] = _hold(job, job.repo.claim(name))
+            except (NotFound, HeldError) as exc:  # gone, or being removed, since it was asked
+                if not quietly:
+                    outcome = NOT_FOUND if isinstance(exc, NotFound) else KEPT_IN_USE
+                    finished(LandResult(name, outcome, message=exc.message))
+        if not held:
+            return held, None
+        return held, queue.join(job.into, tuple(held))
+
+
+def _hold(job: _Job, claim: Claim) -> Holder:
+    """This land's hold on a ready worktree, taken under the prune lock as `vwt run` holds
+    (retention cannot slip in between the look and the hold)."""
+    common_dir = job.repo.info.common_dir
+    with prune_lock(claim.root):
+        entry = load_entry(claim)
+        if entry is None or entry.state != READY or entry.problem is not None:
+            raise NotFound(_not_ready(claim.name, entry.state if entry else None))
+        validate_checkout(claim, common_dir)
+        holder = acquire_holder(claim, job.holder_id)
+    try:
+        validate_checkout(claim, common_dir)
+    except BaseException:
+        _give_back(holder)
+        raise
+    return holder
+
+
+def _not_ready(name: str, state: str | None) -> str:
+    if state is None:
+        return f"no managed worktree named {name} in this repository"
+    return f"{name} is {state}; only a worktree with a checkout can be landed"
+
+
+def _give_back(holder: Holder) -> None:
+    holder.release()
+    tidy_claim_folders(holder.claim)
+
+
+def _land_in_turn(job: _Job, place: Place, held: dict[str, Holder],
+                  finished: Callable[[LandResult], None]) -> None:
+    if not place.wait_turn(job.out.say, job.request.wait):
+        first = place.first()
+        for name in list(held):
+            finished(LandResult(name, BUSY, message=(
+                f"another land has the turn on {job.into} ({first.describe()}); nothing done "
+                "(run without --no-wait to wait for it)")))
+        return
+    for name in list(held):
+        result = _land_one(job, held[name].claim)
+        _give_back(held.pop(name))
+        place.keep_only(tuple(held))
+        finished(result)
+
+
+# -- one worktree ------------------------------------------------------------------------------
+def _land_one(job: _Job, claim: Claim) -> LandResult:
+    """Sync, gate and land one worktree, again while T moves under it (ATTEMPTS in all)."""
+    result = LandResult(claim.name, TARGET_MOVED)
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            result = _attempt(job, claim, result._replace(attempts=attempt))
+        except DiskFull:
+            raise
+        except VwtError as exc:
+            return result._replace(outcome=ERROR, commit=None, removed=False,
+                                   message=f"{exc.message}; nothing landed")
+        if result.outcome != TARGET_MOVED:
+            return result
+    return result._replace(message=(
+        f"{job.into} moved on during each of {ATTEMPTS} attempts; nothing landed (run vwt "
+        f"land {claim.name} again)"))
+
+
+def _attempt(job: _Job, claim: Claim, result: LandResult) -> LandResult:
+    """One round: step 1 (sync), 2 (gate) and 3 (land, which also does step 4)."""
+    entry = load_entry(claim)
+    if entry is None or entry.state != READY:
+        return result._replace(outcome=NOT_FOUND,
+                               message=_not_ready(claim.name, entry.state if entry else None))
+    target = target_for(entry)
+    tips = read_tips(target.repo_git, job.request.into)
+    if tips is None:
+        raise VwtError("no target branch any more; pass --into")
+    others = _others_holding(claim, job.own(claim))
+    if others:
+        return result._replace(outcome=KEPT_IN_USE, message=(
+            f"{claim.name} is held by a live session ({', '.join(others)}); nothing landed"))
+    tip = tips.commits[0]
+    refusal = _refusal(target, tips, result)
+    if refusal is not None:
+        if refusal.outcome == UP_TO_DATE:  # nothing to gate: merge says so and removes it
+            return _landed(job, claim, tip, refusal)
+        return refusal
+    settings, gate = _gate_for(job, target, tip)
+    if gate is not None and not gate.approved:
+        return result._replace(outcome=GATE_UNAPPROVED, message=(
+            f"the [land] gate `{gate.command}` of {settings.file} is not approved; nothing "
+            f"landed for {claim.name} (see vwt hooks, then vwt hooks approve gate)"))
+    synced = _sync_onto(job, claim, target, tips)
+    if synced.outcome not in (_sync.SYNCED, _sync.UP_TO_DATE):
+        return result._replace(outcome=synced.outcome, conflicts=synced.conflicts,
+                               message=synced.message)
+    if gate is not None:
+        run = _run_gate(job, claim, gate.command, settings, tip, result.attempts)
+        result = result._replace(gate=run)
+        if not run.passed:
+            return result._replace(outcome=GATE_FAILED, message=(
+                f"{run.describe()}; nothing landed, {claim.name} stays rebased onto "
+                f"{job.into} (log: {run.log})"))
+        changed = _changed_by_gate(claim)
+        if changed:
+            return result._replace(outcome=KEPT_DIRTY, message=(
+                f"the gate left {changed} in {claim.name}, so what it checked is not what "
+                f"would land; nothing landed (have the gate clean up, or ignore those files)"))
+    return _landed(job, claim, tip, result)
+
+
+def _refusal(target: Target, tips: Tips, result: LandResult) -> LandResult | None:
+    """Why the worktree is not synced at all: its work is uncommitted (or a sync is stopped
+    in it), or it is already in T (`up_to_date`, for merge to finish)."""
+    inspection = inspect(target)
+    name = target.claim.name
+    if inspection.rebasing:
+        return result._replace(outcome=KEPT_DIRTY, message=(
+            f"a sync of {name} is stopped at a conflict; nothing landed (finish it: vwt sync "
+            f"{name} --continue, or undo it: vwt sync {name} --abort)"))
+    if inspection.changes:
+        return result._replace(outcome=KEPT_DIRTY, message=(
+            f"{name} has {inspection.describe_loss()}; nothing landed (commit them first)"))
+    if inspection.head is None:
+        raise VwtError(f"{name} has no commit to land")
+    assert target.checkout is not None
+    if inspection.ahead == 0 or check(target.checkout.git, inspection.head,
+                                      tips).integrated is not None:
+        return result._replace(outcome=UP_TO_DATE)
+    return None
+
+
+class _Gate(NamedTuple):
+    command: str
+    approved: bool
+
+
+def _gate_for(job: _Job, target: Target, tip: str) -> tuple[_gate.LandSettings, _Gate | None]:
+    """The `[land]` settings at T's tip and the gate to run (`--gate` needs no approval:
+    the caller typed it). A broken `[land]` table fails closed (VwtError), unless `--gate`
+    stands in for its gate: its timeout is then the default, with a warning."""
+    from ..lifecycle.hooks import HooksFileError, approved_keys, is_approved
+
+    git = target.repo_git
+    try:
+        settings = _gate.settings_at(lambda c, p: g.file_at(git, c, p), tip)
+    except HooksFileError as exc:
+        if job.request.gate is None:
+            raise VwtError(exc.message) from None
+        job.out.warn(f"{exc.message}; the gate runs with the default timeout")
+        settings = _gate.LandSettings()
+    if job.request.gate is not None:
+        return settings, _Gate(job.request.gate, True)
+    if settings.gate is None:
+        return settings, None
+    hook = _gate.as_hook(settings.gate, settings)
+    return settings, _Gate(settings.gate, is_approved(hook, approved_keys(job.home,
+                                                                          job.repo.bucket)))
+
+
+def _sync_onto(job: _Job, claim: Claim, target: Target, tips: Tips) -> _sync.SyncResult:
+    """Step 1: rebase the worktree's own commits onto T's tip itself (never onto
+    `<remote>/T`: the gate must check what lands on T)."""
+    assert target.checkout is not None
+    for line in repair_repo(target.checkout.common_dir):
+        job.out.warn(line)
+    local = tips._replace(target=tips.target._replace(remote=None, remote_commit=None))
+    return _sync._sync_held(claim, target, local, target.record.base_commit, False,
+                            job.request.into)
+
+
+def _run_gate(job: _Job, claim: Claim, command: str, settings: _gate.LandSettings,
+              tip: str, attempt: int) -> _gate.GateRun:
+    from ..lifecycle import hooks
+
+    entry = load_entry(claim)
+    assert entry is not None and entry.record is not None
+    record = entry.record
+    ctx = hooks.context(job.home, claim.bucket, claim.name, record.branch, claim.checkout,
+                        record.repo_root, record.base_commit or "", job.into)
+    env = ctx.env(_gate.as_hook(command, settings))
+    env.pop("VWT_HOOK", None)  # the gate is not a hook
+    env.pop("VWT_HOOK_NAME", None)
+    env["VWT_TARGET_COMMIT"] = tip
+    log = f"{land_folder(claim.root, claim.bucket)}/{claim.name}.log"
+    header = f"gate of {claim.name} on {job.into} at {tip[:12]} (attempt {attempt})"
+    job.out.say(f"gate of {claim.name} (attempt {attempt}): {command}")
+    return _gate.run_gate(command, claim.checkout, env, settings.timeout, log, header,
+                          fresh_log=attempt == 1)
+
+
+def _changed_by_gate(claim: Claim) -> str:
+    """What the gate left changed in the worktree, in words ("" when nothing)."""
+    entry = load_entry(claim)
+    if entry is None or entry.state != READY:
+        return "the worktree gone"
+    inspection = inspect(target_for(entry))
+    return "" if not inspection.changes else inspection.describe_loss()
+
+
+def _landed(job: _Job, claim: Claim, gated: str, result: LandResult) -> LandResult:
+    """Step 3 and 4: `vwt merge`'s landing, only while T is still `gated`."""
+    landed = _merge_if_unmoved(job, claim, gated)
+    outcome = landed.outcome
+    message = landed.message
+    if outcome == MERGED:
+        message = ""  # the line that says it landed says it all
+    return result._replace(outcome=outcome, commit=landed.commit, conflicts=landed.conflicts,
+                           removed=landed.removed, message=message)
+
+
+def _merge_if_unmoved(job: _Job, claim: Claim, gated: str) -> _merge.MergeResult:
+    entry, target = _merge.checked_out_target(claim, "landed")
+    request = _merge.Request(claim.name, job.request.into, job.request.mode, None, False,
+                             job.request.keep, False, job.own(claim),
+                             _merge_hooks(job, claim) if job.request.hooks else None)
+    with landing_lock(claim):
+        if target.checkout is not None:
+            for line in repair_repo(target.checkout.common_dir):
+                job.out.warn(line)
+        tips = read_tips(target.repo_git, job.request.into)
+        if tips is None or tips.commits[0] != gated:
+            return _merge.MergeResult(claim.name, TARGET_MOVED, job.into, job.request.mode)
+        return _merge._merge_locked(entry, target.record.branch, target, request)
+
+
+def _merge_hooks(job: _Job, claim: Claim) -> _merge.RunHooks | None:
+    from ..lifecycle import hooks
+
+    files = (hooks.user_file(job.home), hooks.project_file(claim.checkout))
+    if not any(os.path.exists(f) for f in files):
+        return None
+    return hooks.for_merge(hooks.Runner(job.home, job.out.warn), claim.checkout)
+
+
+# -- whose holds count ------------------------------------------------------------------------
+class Callers(NamedTuple):
+    """Who is calling: holder ids named as the caller's own, and the processes it runs
+    under. A holder made by one of those processes (`vwt run NAME` that started the agent,
+    the Claude Code session whose agent calls `vwt land`) is the caller's own: a land
+    called from inside its worktree is not refused because its own session holds it."""
+
+    ids: frozenset[str]
+    pids: frozenset[int]
+
+    def of(self, claim: Claim) -> frozenset[str]:
+        own = set(self.ids)
+        for holder in _holder_ids(claim):
+            if _holder_pids(claim, holder) & self.pids:
+                own.add(holder)
+        return frozenset(own)
+
+
+HOLDER_ENV = "VWT_HOLDER_ID"
+
+
+def callers(ids: frozenset[str]) -> Callers:
+    found = set(ids)
+    if os.environ.get(HOLDER_ENV):
+        found.add(os.environ[HOLDER_ENV])
+    return Callers(frozenset(found), frozenset(_ancestors()))
+
+
+def _ancestors() -> list[int]:
+    """This process and its ancestors, nearest first (from /proc; else the parent only)."""
+    from ..core.host import read_stat
+
+    pids = [os.getpid(), os.getppid()]
+    while len(pids) < 64:
+        stat = read_stat(pids[-1])
+        if stat is None:
+            break
+        parent = int(stat[1][1])
+        if parent <= 1 or parent in pids:
+            break
+        pids.append(parent)
+    return pids
+
+
+def _holder_ids(claim: Claim) -> list[str]:
+    with registry_lock(claim.root):
+        return live_holders(claim)
+
+
+def _holder_pids(claim: Claim, holder: str) -> set[int]:
+    """The processes a holder file names as its maker (`pid`, and an agent's `host_pid`)."""
+    import json
+
+    try:
+        with open(os.path.join(claim.holders_dir, holder), "rb") as handle:
+            data = json.loads(handle.read(4096) or b"{}")
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(data, dict):
+        return set()
+    return {p for p in (data.get("pid"), data.get("host_pid")) if isinstance(p, int)}
+
+
+def _others_holding(claim: Claim, own: frozenset[str]) -> list[str]:
+    return [h for h in _holder_ids(claim) if h not in own]
+
+
+# -- `--ready` ---------------------------------------------------------------------------------
+def select_ready(repo: Repo, tips: Tips, mine: Callers) -> list[str]:
+    """Every ready worktree of the repository with commits not in T, no uncommitted change
+    and no live holder but the caller's, oldest claim first."""
+    from ..lifecycle.worktrees import Entry, entries, inspect_checkout
+
+    found = [e for e in entries(repo.root, [repo.bucket], with_recovery=False)
+             if e.state == READY and e.record is not None and e.problem is None]
+
+    def wanted(entry: Entry) -> bool:
+        claim, record = entry.claim, entry.record
+        assert record is not None
+        if [h for h in _holder_ids(claim) if h not in mine.of(claim)]:
+            return False
+        try:
+            checkout = validate_checkout(claim, repo.info.common_dir)
+        except VwtError:
+            return False
+        inspection = inspect_checkout(checkout, record)
+        if inspection.changes or inspection.rebasing or inspection.head is None:
+            return False
+        return check(checkout.git, inspection.head, tips).integrated is None
+
+    chosen = [e for e, ok in zip(found, g.map_parallel(wanted, found), strict=True) if ok]
+    chosen.sort(key=lambda e: claimed_order(e.record))
+    return [e.name for e in chosen]
