@@ -26,7 +26,7 @@ from ..lifecycle.hooks import PROJECT, PROJECT_FILE, Hook, HooksFileError, parse
 
 LAND_TABLE = "land"
 GATE_NAME = "gate"
-GATE_TYPE = "land_gate"  # how the approvals store and `vwt hooks` know it
+GATE_TYPE = "land"  # how the approvals store and `vwt hooks` know it: the table, as `[env]`
 DEFAULT_TIMEOUT = 1800.0
 _KEYS = frozenset({"gate", "timeout"})
 LEFTOVER_WAIT = 5.0  # for what the keeper killed to let go of the output pipe

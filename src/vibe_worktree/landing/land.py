@@ -313,11 +313,6 @@ def _attempt(job: _Job, claim: Claim, result: LandResult) -> LandResult:
             return result._replace(outcome=GATE_FAILED, message=(
                 f"{run.describe()}; nothing landed, {claim.name} stays rebased onto "
                 f"{job.into} (log: {run.log})"))
-        changed = _changed_by_gate(claim)
-        if changed:
-            return result._replace(outcome=KEPT_DIRTY, message=(
-                f"the gate left {changed} in {claim.name}, so what it checked is not what "
-                f"would land; nothing landed (have the gate clean up, or ignore those files)"))
     return _landed(job, claim, tip, result)
 
 
@@ -401,15 +396,6 @@ def _run_gate(job: _Job, claim: Claim, command: str, settings: _gate.LandSetting
                           fresh_log=attempt == 1)
 
 
-def _changed_by_gate(claim: Claim) -> str:
-    """What the gate left changed in the worktree, in words ("" when nothing)."""
-    entry = load_entry(claim)
-    if entry is None or entry.state != READY:
-        return "the worktree gone"
-    inspection = inspect(target_for(entry))
-    return "" if not inspection.changes else inspection.describe_loss()
-
-
 def _landed(job: _Job, claim: Claim, gated: str, result: LandResult) -> LandResult:
     """Step 3 and 4: `vwt merge`'s landing, only while T is still `gated`."""
     landed = _merge_if_unmoved(job, claim, gated)
@@ -417,6 +403,9 @@ def _landed(job: _Job, claim: Claim, gated: str, result: LandResult) -> LandResu
     message = landed.message
     if outcome == MERGED:
         message = ""  # the line that says it landed says it all
+    elif outcome == KEPT_DIRTY and result.gate is not None:  # clean before the gate ran
+        message = (f"the gate left changes in {claim.name}, so what it checked is not what "
+                   "would land; nothing landed (have the gate clean up, or ignore those files)")
     return result._replace(outcome=outcome, commit=landed.commit, conflicts=landed.conflicts,
                            removed=landed.removed, message=message)
 
