@@ -12,18 +12,20 @@ TYPE_CHECKING = False  # `typing` is slow to import; mypy treats this as True
 if TYPE_CHECKING:
     from typing import Any
 
-    from .api import Listed, Worktrees, WorktreeStatus
+    from .api import Worktrees
     from .core.errors import VwtError
     from .landing.collisions import CollisionPair, ConflictsResult, WorktreeCollisions
     from .landing.merge import MergeResult
     from .landing.sync import SyncResult
     from .lifecycle.carry import Carried
     from .lifecycle.create import Created
+    from .lifecycle.listing import Listed, WorktreeStatus
     from .lifecycle.prune import PruneResult
     from .lifecycle.remove import Removal, Snapshot
 
 _EXPORTS = {
-    "Worktrees": "api", "Listed": "api", "WorktreeStatus": "api", "Created": "lifecycle.create",
+    "Worktrees": "api", "Listed": "lifecycle.listing", "WorktreeStatus": "lifecycle.listing",
+    "Created": "lifecycle.create",
     "Carried": "lifecycle.carry",
     "VwtError": "core.errors", "PruneResult": "lifecycle.prune", "Removal": "lifecycle.remove",
     "Snapshot": "lifecycle.remove",

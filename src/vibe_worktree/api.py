@@ -14,37 +14,26 @@ from __future__ import annotations
 import builtins
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
 
-from .core.errors import Interrupted, NotFound, ValidationFailed, VwtError
-from .core.git import Git, left_right_counts, map_parallel
+from .core.errors import NotFound, ValidationFailed, VwtError
 from .core.layout import Claim, Root, resolve_home
 from .core.locks import (
     Holder,
     acquire_holder,
-    live_holders,
     new_holder_id,
     prune_lock,
-    registry_read_lock,
-    running_hooks,
 )
-from .lifecycle import setup_state
+from .lifecycle import listing, setup_state
+from .lifecycle.listing import Listed, WorktreeStatus
 from .lifecycle.worktrees import (
     BROKEN,
     MISSING,
     ORPHANED,
     READY,
     SNAPSHOT,
-    Checkout,
     Entry,
-    Inspection,
-    MissingAdmin,
     Repo,
-    entries,
-    filter_drivers,
-    housekeeping_git,
-    inspect_checkout,
     open_repo,
     require_entry,
     require_trusted,
@@ -53,12 +42,7 @@ from .lifecycle.worktrees import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .agents.activity import Activity
-    from .agents.adopt import AdoptResult
-    from .agents.foreign import Foreign
     from .core.host import Host
-    from .core.integration import Integration, Tips
-    from .core.records import Record
     from .health.doctor import Report as DoctorReport
     from .health.orphans import Repaired
     from .landing.collisions import ConflictsResult
@@ -66,7 +50,9 @@ if TYPE_CHECKING:
     from .landing.sync import SyncResult
     from .lifecycle import create as _create
     from .lifecycle import remove as _remove
+    from .lifecycle.adopt import AdoptResult
     from .lifecycle.create import Created
+    from .lifecycle.foreign import Foreign
     from .lifecycle.hooks import Ask, HookResult
     from .lifecycle.hooks import Listed as ListedHook
     from .lifecycle.pool import PoolStatus
@@ -79,266 +65,6 @@ HOLDER_ENV = "VWT_HOLDER_ID"
 
 def warn_to_stderr(message: str) -> None:
     print(f"vwt: warning: {message}", file=sys.stderr)
-
-
-class Listed(NamedTuple):
-    """One row of `list`; status fields are None when not computed or not applicable."""
-
-    name: str
-    branch: str | None
-    path: str
-    bucket: str
-    repo_root: str | None
-    base_commit: str | None
-    branch_created: bool | None
-    claimed_at: str | None
-    state: str
-    holders: int
-    changes: int | None = None
-    ahead: int | None = None
-    problem: str | None = None
-    hooks_running: tuple[str, ...] = ()  # background hooks still holding it
-    target: str | None = None  # §8: the target branch, None when not computed
-    behind: int | None = None
-    integrated: str | None = None  # the integration reason, None when not integrated
-    agent: str | None = None  # §14: the agent that made it ("claude-code"), its session
-    session: str | None = None
-    activity: Activity | None = None  # what that agent's session is doing, if it lives
-    size: int | None = None  # §15: bytes of the checkout's own files (`list --size`)
-    rebase: str | None = None  # §8: REBASE_STOPPED while a sync is stopped at a conflict
-    sized: bool = False  # measured (`list --size`); `size` None then: there is no checkout
-    setup: str | None = None  # §9: done, running or incomplete; None unless ready
-
-    @property
-    def held(self) -> bool:
-        return self.holders > 0
-
-    @property
-    def clean(self) -> bool | None:
-        if self.changes is None or self.ahead is None:
-            return None
-        return self.changes == 0 and self.ahead == 0
-
-    @property
-    def safe_to_remove(self) -> bool | None:
-        return _safe_to_remove(self.changes, self.ahead, self.integrated, self.target,
-                               self.rebase is not None)
-
-    def to_json(self) -> dict[str, object]:
-        return dict(
-            name=self.name, branch=self.branch, path=self.path, bucket=self.bucket,
-            repo_root=self.repo_root, base_commit=self.base_commit,
-            branch_created=self.branch_created, claimed_at=self.claimed_at, state=self.state,
-            held=self.held, holders=self.holders, changes=self.changes, ahead=self.ahead,
-            clean=self.clean, hooks_running=list(self.hooks_running), target=self.target,
-            behind=self.behind, integrated=self.integrated, safe_to_remove=self.safe_to_remove,
-            rebase=self.rebase, agent=self.agent, session=self.session,
-            activity=self.activity.to_json() if self.activity else None, setup=self.setup,
-            **({"size": self.size} if self.sized else {}),
-        )
-
-
-def _safe_to_remove(changes: int | None, ahead: int | None, integrated: str | None,
-                    target: str | None, rebasing: bool) -> bool | None:
-    """§8: removing it would lose nothing (None when not computed); never while a rebase
-    is stopped there: the work is half-way, and `rm` asks first."""
-    if changes is None or ahead is None or target is None:
-        return None
-    return not rebasing and changes == 0 and (ahead == 0 or integrated is not None)
-
-
-# `rebase` of list and status: a sync is stopped at a conflict in the checkout (SPEC §8);
-# its HEAD is then part-way through the rebase, so it is never taken as landed.
-REBASE_STOPPED = "stopped"
-
-
-class WorktreeStatus(NamedTuple):
-    """The cleanup inspection of one worktree (`vwt status`)."""
-
-    name: str
-    path: str
-    branch: str
-    branch_created: bool
-    base_commit: str | None
-    changes: int
-    untracked: int
-    ahead: int
-    holders: int
-    hooks_running: tuple[str, ...] = ()  # background hooks still holding it
-    target: str | None = None  # §8 fields: None when not applicable (missing, no target)
-    behind: int | None = None
-    integrated: str | None = None
-    not_in_target: int | None = None  # of HEAD's commits, those the target lacks (`T..HEAD`)
-    rebasing: bool = False  # a sync is stopped at a conflict in the checkout
-    agent: str | None = None
-    session: str | None = None
-    activity: Activity | None = None
-    setup: str | None = None  # §9: done, running or incomplete; None when missing
-
-    @property
-    def clean(self) -> bool:
-        return self.changes == 0 and self.ahead == 0
-
-    @property
-    def held(self) -> bool:
-        return self.holders > 0
-
-    @property
-    def safe_to_remove(self) -> bool | None:
-        return _safe_to_remove(self.changes, self.ahead, self.integrated, self.target,
-                               self.rebasing)
-
-    def to_json(self) -> dict[str, object]:
-        return dict(
-            name=self.name, path=self.path, branch=self.branch,
-            branch_created=self.branch_created, base_commit=self.base_commit,
-            changes=self.changes, untracked=self.untracked, ahead=self.ahead, clean=self.clean,
-            held=self.held, holders=self.holders, hooks_running=list(self.hooks_running),
-            target=self.target, behind=self.behind, integrated=self.integrated,
-            safe_to_remove=self.safe_to_remove,
-            rebase=REBASE_STOPPED if self.rebasing else None,
-            agent=self.agent, session=self.session,
-            activity=self.activity.to_json() if self.activity else None, setup=self.setup,
-        )
-
-
-def _listed(entry: Entry, holders: list[str]) -> Listed:
-    record, recovery = entry.record, entry.recovery
-    source = record or recovery
-    return Listed(  # positionally: a listing builds a thousand of these
-        entry.name,
-        source.branch if source else None,
-        entry.claim.checkout,
-        entry.claim.bucket,
-        source.repo_root if source else None,
-        source.base_commit if source else None,
-        record.branch_created if record else None,
-        record.claimed_at if record else None,
-        entry.state,
-        len(holders),
-        problem=entry.problem,
-        hooks_running=running_hooks(holders) if holders else (),
-        agent=_made_by(record, "agent"),
-        session=_made_by(record, "session"),
-        setup=setup_state.state(record, holders)
-        if record is not None and entry.state == READY else None,
-    )
-
-
-def _made_by(record: Record | None, key: str) -> str | None:
-    """§14: which agent and session made it (string keys the hook writes; else None)."""
-    value = record.extra.get(key) if record is not None and record.extra else None
-    return value if isinstance(value, str) else None
-
-
-class _Status(NamedTuple):
-    """A listed row with its status, and what the per-repository batches still need."""
-
-    row: Listed
-    head: str | None = None  # HEAD, when a batch below still needs it
-    uncounted: bool = False  # `ahead` is still to count (`_count_ahead`)
-    undecided: bool = False  # the expensive integration checks are still to run
-
-
-def _with_status(row: Listed, entry: Entry, checkout: Checkout,
-                 cache: dict[str, tuple[str, ...]], tips: Tips | None) -> _Status:
-    """The row with status and the cheap integration checks. With a target, `ahead` is
-    left to `_count_ahead` and the expensive checks to `_finish_integration`: each runs
-    once per repository for all its worktrees."""
-    record = entry.record
-    assert record is not None
-    local_target = tips is not None and tips.target.commit == tips.commits[0]
-    try:
-        inspection = inspect_checkout(checkout, record, cache,
-                                      tips.target.ref if tips and local_target else None,
-                                      count_ahead=tips is None)
-        landed: Integration | int | None = None
-        if tips is not None and inspection.head is not None:
-            from .core.integration import cheap_check
-
-            landed = cheap_check(housekeeping_git(checkout, cache), inspection.head, tips,
-                                 inspection.vs_target)
-    except VwtError as exc:
-        return _Status(_replace(row, problem=exc.message))
-    stopped = inspection.rebasing
-    row = _replace(row, changes=inspection.changes, ahead=inspection.ahead,
-                   rebase=REBASE_STOPPED if stopped else None)
-    head = inspection.head
-    uncounted = tips is not None and head is not None and record.base_commit is not None
-    if landed is None or tips is None:
-        return _Status(row, head, uncounted)
-    if isinstance(landed, int):
-        return _Status(_replace(row, target=tips.branch, behind=landed), head, uncounted,
-                       not stopped)
-    return _Status(_replace(row, target=landed.target, behind=landed.behind,
-                            integrated=None if stopped else landed.integrated), head, uncounted)
-
-
-def _count_ahead(rows: list[Listed], heads: dict[str, list[tuple[int, str]]],
-                 tips: dict[str, Tips | None], cache: dict[str, tuple[str, ...]]) -> None:
-    """`ahead` of the rows `_with_status` left uncounted: one walk per repository."""
-    from .core.history import commits_since
-
-    for common_dir, items in heads.items():
-        repo_tips = tips[common_dir]
-        assert repo_tips is not None
-        git = Git(common_dir, neutralised_filters=cache.get(common_dir, ()))
-        pairs = [(head, rows[i].base_commit or head) for i, head in items]
-        try:
-            counts = commits_since(git, pairs, repo_tips.commits[0])
-        except VwtError as exc:
-            for i, _head in items:
-                rows[i] = _replace(rows[i], problem=exc.message)
-            continue
-        for (i, _head), count in zip(items, counts, strict=True):
-            rows[i] = _replace(rows[i], ahead=count)
-
-
-def _finish_integration(rows: list[Listed], undecided: dict[str, list[tuple[int, str]]],
-                        tips: dict[str, Tips | None], cache: dict[str, tuple[str, ...]]) -> None:
-    """The expensive integration checks, a few git processes per repository."""
-    from .core.integration import finish_checks
-
-    for common_dir, items in undecided.items():
-        repo_tips = tips[common_dir]
-        assert repo_tips is not None
-        git = Git(common_dir, neutralised_filters=cache.get(common_dir, ()))
-        pending = [(head, rows[i].behind or 0) for i, head in items]
-        try:
-            found = finish_checks(git, pending, repo_tips)
-        except VwtError as exc:
-            for i, _head in items:
-                rows[i] = _replace(rows[i], problem=exc.message)
-            continue
-        for (i, _head), landed in zip(items, found, strict=True):
-            rows[i] = _replace(rows[i], integrated=landed.integrated)
-
-
-def _integration(checkout: Checkout, inspection: Inspection,
-                 cache: dict[str, tuple[str, ...]] | None, tips: Tips | None
-                 ) -> Integration | None:
-    if tips is None or inspection.head is None:
-        return None
-    from .core.integration import check
-
-    return check(housekeeping_git(checkout, cache), inspection.head, tips)
-
-
-def _tips_by_repo(common_dirs: Iterable[str]) -> dict[str, Tips | None]:
-    """The target tips of each repository, read once per listing."""
-    from .core.integration import read_tips
-
-    found: dict[str, Tips | None] = {}
-    for common_dir in dict.fromkeys(common_dirs):
-        try:
-            found[common_dir] = read_tips(Git(common_dir))
-        except VwtError:
-            found[common_dir] = None
-    return found
-
-
-def _replace(row: Listed, **changes: object) -> Listed:
-    return row._replace(**changes)  # type: ignore[arg-type]
 
 
 class Worktrees:
@@ -383,131 +109,15 @@ class Worktrees:
         worktree is made for; its post_create hooks are stopped when it dies (a foreground
         one then raises `hooks.AgentGone`, the worktree left as made so far).
         """
-        from .lifecycle import create as _create  # only creating pays for it
+        from .lifecycle import new  # only creating pays for it
 
-        if (carry or move) and (pr is not None or sparse):
-            raise VwtError("--carry and --move make a full checkout of a new branch; drop "
-                           "--pr and --sparse", 2)
-        if pr is not None:
-            from .lifecycle import pulls
-
-            number = pulls.check_number(pr)
-            name = name if name is not None else pulls.branch_for(number)
-            if branch is not None or from_ref is not None or prompt is not None:
-                raise VwtError("--pr sets the branch and the start point; drop -b, --from "
-                               "and -p", 2)
-            from_ref = pulls.start_of(self.root, self.cwd, number, name)
-            branch = pulls.branch_for(number)
-
-        dirs = None
-        if sparse:
-            from .lifecycle.sparse import normalise
-
-            dirs = normalise(sparse)
-
-        if hooks and os.path.exists(f"{self.root.home}/worktree.toml"):
-            from .lifecycle.hooks import check_user_file
-
-            check_user_file(self.root.home)  # broken: fail before anything is created
-        plan = None
-        if carry or move:
-            from .lifecycle import carry as _carry
-
-            plan = _carry.prepare(self.cwd, name, branch, from_ref, self._made_before(name))
-            from_ref, dirs = plan.start, ()
-        if name is None and branch is not None:
-            raise VwtError("--branch needs a NAME; an automatic name has its own vibe/ branch", 2)
-        filling = _carry.Filling(plan, move) if plan else None
-        fill = filling.fill if filling else None
-        pool = hooks and plan is None  # --no-hooks and carried work never take pool entries
-        try:
-            if name is not None:
-                created = _create.create_named(self.root, self.cwd, name, branch, from_ref,
-                                               fetch, self._output, dirs, fill, pool, hooks)
-            else:
-                created = _create.create_auto(self.root, self.cwd, prompt, from_ref, fetch,
-                                              self._output, dirs, fill, pool, hooks)
-        except BaseException:
-            if filling is not None:
-                filling.undo()
-            raise
-        if plan is not None and filling is not None:
-            try:
-                created = _carry.finish(plan, created, move, self.warn, filling)
-            finally:
-                filling.give_room_back()
-        if hooks and (created.created or created.setup_pending):
-            created = self._post_create(created, ask, host)
-        if pool and created.created:
-            self._refill(created)
-        return created
-
-    def _refill(self, created: Created) -> None:
-        """Start the pool's background filler when this repository has (or wants) a pool;
-        never delays the creation (a detached process) and never fails it."""
-        from .lifecycle.pool import folder
-
-        has_pool = os.path.isdir(folder(self.root, created.bucket))
-        if not created.pooled and not (has_pool or _any_hooks_file(self.root.home,
-                                                                     created.repo_root)):
-            return
-        from .lifecycle import pool, pool_fill
-
-        try:
-            if not created.pooled:
-                size = pool.configured_size(self.root.home, created.repo_root)
-                found = pool.contents(self.root, created.bucket)
-                if size == 0 or len(found.ready) >= size or pool.filling(self.root,
-                                                                         created.bucket):
-                    return
-            pool_fill.spawn_refill(self.root.home, created.repo_root, created.bucket)
-        except VwtError as exc:
-            self.warn(f"the pool was not refilled: {exc.message}")
-
-    def _made_before(self, name: str | None) -> bool:
-        """NAME is a ready worktree already (a `--move` killed after making it)."""
-        from .lifecycle.worktrees import READY, load_entry
-
-        entry = load_entry(self.repo.claim(name)) if name else None
-        return entry is not None and entry.state == READY
+        return new.create(self.root, self.cwd, self._output, new.Request(
+            name, prompt, branch, from_ref, fetch, hooks, ask, sparse, pr, carry, move, host))
 
     def restore(self, name: str, *, hooks: bool = True, ask: Ask | None = None) -> Created:
-        from .lifecycle import create as _create
+        from .lifecycle import new
 
-        created = _create.restore(self.repo, name, self._output, hooks)
-        return self._post_create(created, ask) if hooks else created
-
-    def _post_create(self, created: Created, ask: Ask | None,
-                     host: Host | None = None) -> Created:
-        """The post_create hooks of a new worktree, or those of a reused one that did not
-        succeed (SPEC §9). Interrupted, it says what it leaves and how to finish it."""
-        if not (created.sparse or created.setup_pending
-                or setup_state.any_hooks_file(self.root.home, created.path)):
-            return created
-        try:
-            return self._run_post_create(created, ask, host)
-        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (Interrupted)
-            raise Interrupted.of(exc, f"{created.name} is left at {created.path} with its "
-                                      f"setup unfinished; vwt new {created.name} finishes "
-                                      "it") from None
-
-    def _run_post_create(self, created: Created, ask: Ask | None,
-                         host: Host | None) -> Created:
-        from .lifecycle import hooks as _hooks
-
-        ctx = _hooks.context(self.root.home, created.bucket, created.name, created.branch,
-                             created.path, created.repo_root, created.base_commit)
-        runner = _hooks.Runner(self.root.home, self.warn, ask, host)
-        claim = self.root.claim(created.bucket, created.name)
-        reuse = None
-        if created.taken is not None:  # the pool ran them: again only where inputs changed
-            from .lifecycle.pool import rerun_decider
-
-            reuse = rerun_decider(created.taken, created.base_commit)
-        results = setup_state.run(runner, claim, ctx, bool(created.sparse), reuse,
-                                  rerun=not created.created)
-        return created._replace(hooks=tuple(results),
-                                setup_pending=setup_state.still_pending(claim))
+        return new.restore(self.repo, name, self._output, hooks, ask)
 
     # -- hooks -----------------------------------------------------------------------------
     def hooks(self) -> list[ListedHook]:
@@ -544,50 +154,11 @@ class Worktrees:
              with_size: bool = False) -> list[Listed]:
         """`with_size`: also the bytes each checkout's own files take (`size`), as `du -s`
         counts them, measured several at a time."""
-        rows = self._list(all_repos, with_status)
-        if with_size:
-            from .core.disk import sizes
+        from .sessions.activity import with_activity
 
-            rows = [_replace(row, size=size if os.path.lexists(row.path) else None, sized=True)
-                    for row, size in zip(rows, sizes([r.path for r in rows]), strict=True)]
-        return rows
-
-    def _list(self, all_repos: bool, with_status: bool) -> builtins.list[Listed]:
         buckets = self.root.buckets() if all_repos else [self.repo.bucket]
-        found = entries(self.root, buckets, with_recovery=False)
-        with registry_read_lock(self.root):
-            rows = [_listed(e, live_holders(e.claim) if e.has_holders else []) for e in found]
-        rows = _with_activity(self.root, rows)
-        if not with_status:
-            return rows
-        checkouts: dict[int, Checkout] = {}
-        cache: dict[str, tuple[str, ...]] = {}
-        for i, entry in enumerate(found):
-            if entry.state != READY:
-                continue
-            try:
-                checkouts[i] = validate_checkout(entry.claim)
-                filter_drivers(checkouts[i], cache)  # one config read per repository
-            except MissingAdmin as exc:  # the repository moved away from under it
-                rows[i] = _replace(rows[i], state=ORPHANED, problem=exc.message, setup=None)
-            except VwtError as exc:
-                rows[i] = _replace(rows[i], problem=exc.message)
-        order = list(checkouts)
-        tips = _tips_by_repo(c.common_dir for c in checkouts.values())
-        done = map_parallel(lambda i: _with_status(rows[i], found[i], checkouts[i], cache,
-                                                   tips[checkouts[i].common_dir]), order)
-        uncounted: dict[str, list[tuple[int, str]]] = {}
-        undecided: dict[str, list[tuple[int, str]]] = {}
-        for i, status in zip(order, done, strict=True):
-            rows[i] = status.row
-            common_dir = checkouts[i].common_dir
-            if status.head is not None and status.uncounted:
-                uncounted.setdefault(common_dir, []).append((i, status.head))
-            if status.head is not None and status.undecided:
-                undecided.setdefault(common_dir, []).append((i, status.head))
-        _count_ahead(rows, uncounted, tips, cache)
-        _finish_integration(rows, undecided, tips, cache)
-        return rows
+        rows = with_activity(self.root.home, listing.rows(self.root, buckets, with_status))
+        return listing.with_sizes(rows) if with_size else rows
 
     def path(self, name: str) -> str:
         claim = self.claim(name)
@@ -596,38 +167,10 @@ class Worktrees:
         return claim.checkout
 
     def status(self, name: str) -> WorktreeStatus:
+        from .sessions.activity import current
+
         claim = self.claim(name)
-        entry = require_entry(claim)
-        record = require_trusted(entry)
-        if entry.state not in (READY, MISSING):
-            raise VwtError(f"{name} is {entry.state}; there is no checkout to inspect yet")
-        from .lifecycle import remove as _remove
-
-        target = _remove.target_for(entry)
-        inspection: Inspection = _remove.inspect(target)
-        landed = None
-        own = None
-        if target.checkout is not None:
-            from .core.integration import read_tips
-
-            tips = read_tips(target.repo_git)
-            landed = _integration(target.checkout, inspection, None, tips)
-            if tips is not None and inspection.head is not None and inspection.ahead:
-                own = left_right_counts(target.checkout.git, tips.commits[0], inspection.head)[1]
-        with registry_read_lock(self.root):
-            holders = live_holders(claim)
-        status = WorktreeStatus(
-            name, claim.checkout, record.branch, record.branch_created, record.base_commit,
-            inspection.changes, inspection.untracked, inspection.ahead, len(holders),
-            running_hooks(holders), not_in_target=own, rebasing=inspection.rebasing,
-            agent=_made_by(record, "agent"),
-            session=_made_by(record, "session"), activity=_activity_of(self.root, claim),
-            setup=setup_state.state(record, holders) if entry.state == READY else None,
-        )
-        if landed is None:
-            return status
-        return status._replace(target=landed.target, behind=landed.behind,
-                               integrated=None if inspection.rebasing else landed.integrated)
+        return listing.status_of(claim)._replace(activity=current(self.root.home, claim))
 
     def conflicts(self, name: str | None = None, *, all_repos: bool = False,
                   path: str | None = None) -> ConflictsResult:
@@ -827,12 +370,35 @@ class Worktrees:
             max_size = parse_size(max_size)
         return prune(self.root, keep, dry_run, self.warn, merged, max_size)
 
+    # -- agent sessions ----------------------------------------------------------------------
+    def hold_for_session(self, name: str, session: str, host: Host) -> str | None:
+        """Hold NAME until the agent process `host` dies or `session` ends (a detached
+        watcher keeps the hold); the holder id, or None when this session holds it already."""
+        from .sessions.holds import hold_for_session
+
+        return hold_for_session(self.claim(name), session, host,
+                                lambda holder_id: self.hold(name, holder_id))
+
+    def release_session(self, name: str, session: str) -> builtins.list[str]:
+        """Let go of NAME's holds of `session`; the holder ids that went."""
+        from .sessions.holds import release_session
+
+        return release_session(self.claim(name), session)
+
+    def end_session(self, session: str) -> int:
+        """The session ended: its activity is forgotten and every hold it has, in every
+        repository, let go. How many holds went."""
+        from .sessions import activity, holds
+
+        activity.clear(self.root.home, session)
+        return holds.release_everywhere(self.root, session)
+
     # -- other tools' worktrees --------------------------------------------------------------
     def foreign(self, *, all_repos: bool = False) -> Sequence[Foreign]:
         """The git worktrees other tools made (Claude Code, Codex, Cursor, `git worktree
         add`): not managed, the main working tree excepted; of every repository that has a
         bucket with `all_repos`. Changes nothing."""
-        from .agents.foreign import list_foreign, repos_with_buckets
+        from .lifecycle.foreign import list_foreign, repos_with_buckets
 
         if not all_repos:
             return list_foreign(self.root, [self.repo.info])
@@ -846,7 +412,7 @@ class Worktrees:
         """Move each worktree at `paths` (relative to `cwd`), or with `all_foreign` each one
         `foreign()` lists, under management; `result.refused` says which were not, and why
         (nothing of those changed)."""
-        from .agents.adopt import adopt_paths
+        from .lifecycle.adopt import adopt_paths
 
         if all_foreign == bool(paths):
             raise VwtError("name the worktrees to adopt (PATH...), or pass --all", 2)
@@ -894,22 +460,7 @@ class Worktrees:
         is snapshotted to `refs/vibe/pool/<id>` first."""
         from .lifecycle import pool
 
-        if not all_repos:
-            targets: builtins.list[tuple[str, str, str | None]] = [
-                (self.repo.bucket, self.repo.info.common_dir, self.repo.info.repo_root)]
-        else:
-            targets = []
-            for bucket in pool.pool_buckets(self.root):
-                repo_root = pool.repo_root_of(self.root, bucket)
-                common = _common_dir_or_none(repo_root)
-                if common is None:
-                    self.warn(f"pool {bucket}: its repository is gone; left alone")
-                    continue
-                targets.append((bucket, common, repo_root))
-        for bucket, common_dir, _repo_root in targets:
-            pool.drain(self.root, bucket, common_dir, self.warn)
-        return [pool.status_of(self.root, bucket, repo_root)
-                for bucket, _common, repo_root in targets]
+        return pool.drain_pools(self.root, None if all_repos else self.repo, self.warn)
 
     # -- health ----------------------------------------------------------------------------
     def doctor(self) -> DoctorReport:
@@ -931,35 +482,7 @@ class Worktrees:
         return relocate(self.root, self.cwd)
 
 
-def _with_activity(root: Root, rows: list[Listed]) -> list[Listed]:
-    """§14: the live agent activity of each row (one folder listing per bucket)."""
-    from .agents.activity import FOLDER, of_bucket
-
-    if not os.path.isdir(f"{root.home}/{FOLDER}"):
-        return rows
-    by_bucket = {b: of_bucket(root.home, b) for b in {r.bucket for r in rows}}
-    return [_replace(r, activity=found) if (found := by_bucket[r.bucket].get(r.name)) else r
-            for r in rows]
-
-
-def _activity_of(root: Root, claim: Claim) -> Activity | None:
-    from .agents.activity import current
-
-    return current(root.home, claim)
-
-
 _any_hooks_file = setup_state.any_hooks_file
-
-
-def _common_dir_or_none(repo_root: str | None) -> str | None:
-    if repo_root is None or not os.path.isdir(repo_root):
-        return None
-    from .core.git import discover
-
-    try:
-        return discover(repo_root).common_dir
-    except VwtError:
-        return None
 
 
 def _load(claim: Claim) -> Entry | None:

@@ -199,7 +199,7 @@ def test_a_worktree_that_cannot_be_held_is_taken_away_again_keeping_its_work(
     """Made, then the session's hold refused (as when a removal or retention took it in that
     instant): exit 1 with one line, nothing half made, the post_create hook's work saved."""
     from vibe_worktree import cli
-    from vibe_worktree.agents import session_hold
+    from vibe_worktree.api import Worktrees
     from vibe_worktree.core.errors import HeldError
 
     sandbox.vibe_home.mkdir(parents=True, exist_ok=True)
@@ -211,7 +211,7 @@ def test_a_worktree_that_cannot_be_held_is_taken_away_again_keeping_its_work(
         assert (Path(wt.claim(name).checkout) / "setup.out").is_file()  # made, hooks run
         raise HeldError(f"{name} is being removed; try again when that finishes")
 
-    monkeypatch.setattr(session_hold, "hold_for_session", refused)
+    monkeypatch.setattr(Worktrees, "hold_for_session", refused)
     for key in set(os.environ) - set(vwt.env()):
         monkeypatch.delenv(key)
     for key, value in vwt.env().items():
@@ -239,7 +239,7 @@ def _create_unheld(vwt, repo, monkeypatch, capfd, also=None):  # type: ignore[no
     """WorktreeCreate of `unheld` in this process, its session's hold refused once it is
     made (after `also(wt, name)`, if given): (exit status, stdout, stderr's lines)."""
     from vibe_worktree import cli
-    from vibe_worktree.agents import session_hold
+    from vibe_worktree.api import Worktrees
     from vibe_worktree.core.errors import HeldError
 
     def refused(wt, name, session, host):  # type: ignore[no-untyped-def]
@@ -247,7 +247,7 @@ def _create_unheld(vwt, repo, monkeypatch, capfd, also=None):  # type: ignore[no
             also(wt, name)
         raise HeldError(REFUSED)
 
-    monkeypatch.setattr(session_hold, "hold_for_session", refused)
+    monkeypatch.setattr(Worktrees, "hold_for_session", refused)
     for key in set(os.environ) - set(vwt.env()):
         monkeypatch.delenv(key)
     for key, value in vwt.env().items():

@@ -332,7 +332,7 @@ def test_behind_in_a_listing_counts_what_rev_list_counts(repo, vwt, name):
 
 
 def test_uncountable_ahead_behind_falls_back_to_rev_list():
-    from vibe_worktree.core.git import _ahead_behind
+    from vibe_worktree.core.git.index import _ahead_behind
 
     assert _ahead_behind("+2 -3") == (3, 2)
     assert _ahead_behind("+? -?") is None and _ahead_behind("") is None

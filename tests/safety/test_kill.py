@@ -191,7 +191,7 @@ def test_prune_discards_a_creation_killed_inside_git_checkout(repo: GitRepo) -> 
     doctor = repo.vwt("doctor", "--json")
     assert doctor.returncode == 1
     kinds = {p["kind"] for p in doctor.json()["problems"]}
-    assert kinds == {"abandoned_reservation", "stale_holder"}  # the dead creator's .starting
+    assert kinds == {"half_made_checkout", "stale_holder"}  # the dead creator's .starting
     pruned = vwt_json(repo, "prune")
     assert isinstance(pruned, dict)
     assert [r["name"] for r in pruned["reservations_discarded"]] == ["fix-the-login"]

@@ -1,57 +1,141 @@
-"""The package's imports point one way: each layer uses only the layers below it."""
+"""The package's shape (docs/design.md, "Layers"): floors that import only downwards, no
+circle between files, no file over 800 lines.
+
+Every import counts, wherever it is written: at the top of a module, inside a function
+(the lazy imports that keep start-up fast) or under `if TYPE_CHECKING:`. A lazy import
+may go down, never up and never round in a circle.
+"""
 
 import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "vibe_worktree"
-# lowest first; a module may import its own layer and the ones before it
-LAYERS = [
-    {"core"},
-    {"lifecycle"},
-    {"landing", "health"},
-    {"api", "schema", "agents"},  # agents: the API as agents see it (hooks, activity)
-    {"render", "board", "integrations"},
-    {"cli", "__main__", "__init__"},
+MAX_LINES = 800
+# lowest first; a module may import its own floor and the floors below, never above
+FLOORS = [
+    {"core"},                                           # 0 ground: git, files, locks, records
+    {"lifecycle"},                                      # 1 work: a worktree's life
+    {"landing", "health", "runtime", "sessions"},       # 2 above the work
+    {"api", "schema"},                                  # 3 the facade
+    {"agents", "board", "integrations"},                # 4 front ends
+    {"cli", "__main__", "__init__"},                    # 5 the door
 ]
+FRONT_ENDS = FLOORS[4]  # none imports another: only the door (cli) calls their entry points
 
 
-def _layer(top: str) -> int:
-    return next(i for i, names in enumerate(LAYERS) if top in names)
+def _name(path: Path) -> str:
+    """`lifecycle.pool` of lifecycle/pool.py; `core.git` of core/git/__init__.py; `` of
+    the package's own __init__.py."""
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
 
 
-def _imported_tops(path: Path) -> set[str]:
-    """The top-level parts of vibe_worktree that `path` imports (relative imports resolved)."""
-    here = path.relative_to(PACKAGE).with_suffix("").parts
-    package = here[:-1]
+MODULES = {_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _module_of(dotted: str) -> str:
+    """The module an import names: `core.git.Git` -> `core.git` (the longest that exists)."""
+    parts = dotted.split(".") if dotted else []
+    while parts and ".".join(parts) not in MODULES:
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Every module of the package `name` imports, anywhere in its file."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    package = [p for p in package if p]
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.level:
-            base = package[: len(package) - node.level + 1]
-            parts = [*base, *(node.module.split(".") if node.module else [])]
-            if parts:
-                found.add(parts[0])
-            else:
-                found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom | ast.Import):
-            names = [node.module] if isinstance(node, ast.ImportFrom) else [
-                a.name for a in node.names]
-            for name in names:
-                if name and name.startswith("vibe_worktree."):
-                    found.add(name.split(".")[1])
-    return found - {"__version__"}
+            base = [*package[: len(package) - node.level + 1],
+                    *(node.module.split(".") if node.module else [])]
+            found.update(_module_of(".".join([*base, alias.name])) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("vibe_worktree"):
+            base = node.module.split(".")[1:]  # type: ignore[union-attr]
+            found.update(_module_of(".".join([*base, alias.name])) for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(_module_of(".".join(alias.name.split(".")[1:]))
+                         for alias in node.names if alias.name.startswith("vibe_worktree."))
+    return found - {name}
 
 
-def test_every_module_imports_only_its_own_layer_and_those_below():
-    upward = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        top = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
-        for used in _imported_tops(path):
-            if _layer(used) > _layer(top):
-                upward.append(f"{path.relative_to(PACKAGE)} imports {used}")
+GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def _floor(name: str) -> int:
+    top = name.split(".")[0] or "__init__"
+    return next(i for i, tops in enumerate(FLOORS) if top in tops)
+
+
+def _circles() -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w or "__init__")
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in GRAPH:
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def test_every_module_belongs_to_a_floor():
+    tops = {name.split(".")[0] or "__init__" for name in MODULES}
+    assert tops <= set().union(*FLOORS), tops - set().union(*FLOORS)
+
+
+def test_no_import_runs_up_a_floor():
+    upward = [f"{name} imports {used}" for name, used_all in GRAPH.items()
+              for used in sorted(used_all) if _floor(used) > _floor(name)]
     assert not upward, upward
 
 
-def test_every_module_belongs_to_a_layer():
-    tops = {p.name.removesuffix(".py") for p in PACKAGE.iterdir()
-            if p.suffix == ".py" or (p / "__init__.py").exists()}
-    assert tops <= set().union(*LAYERS), tops - set().union(*LAYERS)
+def test_no_front_end_imports_another():
+    across = [f"{name} imports {used}" for name, used_all in GRAPH.items()
+              for used in sorted(used_all)
+              if name.split(".")[0] in FRONT_ENDS and used.split(".")[0] in FRONT_ENDS
+              and used.split(".")[0] != name.split(".")[0]]
+    assert not across, across
+
+
+def test_no_circle_between_files():
+    assert not _circles(), _circles()
+
+
+def test_no_source_file_is_over_800_lines():
+    long = {name or "__init__": n for name, path in MODULES.items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not long, long
+
+
+def test_the_checks_see_what_they_look_for():
+    """The graph resolves the import forms the package uses: relative, from a package's
+    __init__, absolute, and a name that is a module (`from . import setup_state`)."""
+    assert "core.errors" in GRAPH["core.git.runner"]  # `from ..errors import` in a package
+    assert "core.git" in GRAPH["lifecycle.create"]  # `from ..core import git as g`
+    assert "lifecycle.setup_state" in GRAPH["lifecycle.hooks"]  # `from . import setup_state`
+    assert "lifecycle.setup_state" in GRAPH["lifecycle.hook_supervisor"]  # absolute, in a def
+    assert "core.git.runner" in GRAPH["core.git"]  # the package's re-exports

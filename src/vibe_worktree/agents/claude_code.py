@@ -18,9 +18,9 @@ from typing import Any, NamedTuple
 
 from ..core.errors import EXIT_ERROR, EXIT_OK, VwtError
 from ..core.host import find_host
-from ..core.layout import Claim, Root, resolve_home
+from ..core.layout import Root, claim_containing, resolve_home
 from ..core.names import branch_name_problem, candidate_names, path_segment_problem, slugify
-from . import activity
+from ..sessions import activity
 from .hook_input import close_stdin, read_object
 
 TYPE_CHECKING = False
@@ -164,17 +164,15 @@ def worktree_create(root: Root, payload: dict[str, Any]) -> int:
         from_ref = "HEAD" if settings.base_ref == "head" and request.pr is None else None
         created = wt.create(request.name, branch=request.branch, from_ref=from_ref,
                             sparse=settings.sparse_paths or None, pr=request.pr, host=host)
-        from .session_hold import hold_for_session, release_session
-
         try:
             if session:
-                hold_for_session(wt, created.name, session, host)
+                wt.hold_for_session(created.name, session, host)
             if created.created:
                 _tag(wt, created.name, session)
         except BaseException as exc:
             if created.created:
                 if session:
-                    release_session(wt.claim(created.name), session)
+                    wt.release_session(created.name, session)
                 left = _undo(wt, created)
                 if left is not None and isinstance(exc, VwtError):
                     raise VwtError(f"{exc.message}; {left}", exc.exit_code) from None
@@ -235,24 +233,11 @@ def _undo(wt: Worktrees, created: Created) -> str | None:
 
 
 # -- WorktreeRemove ---------------------------------------------------------------------------
-def claim_containing(root: Root, path: str, exact: bool = False) -> Claim | None:
-    """The managed checkout `path` is (with `exact`) or lies in, found without git."""
-    for candidate in dict.fromkeys((os.path.abspath(path), os.path.realpath(path))):
-        relative = os.path.relpath(candidate, root.path)
-        parts = relative.split(os.sep)
-        if relative.startswith("..") or len(parts) < 2 or parts[0].startswith("."):
-            continue
-        if exact and len(parts) != 2:
-            continue
-        return root.claim(parts[0], parts[1])
-    return None
-
-
 def worktree_remove(root: Root, payload: dict[str, Any]) -> int:
     from ..api import Worktrees, warn_to_stderr
     from ..lifecycle.remove import REMOVED
     from ..lifecycle.worktrees import load_entry, require_trusted
-    from .session_hold import release_session
+    from ..sessions.holds import release_session
 
     path = _text(payload, "worktree_path")
     if not path:
@@ -293,10 +278,9 @@ def note_activity(root: Root, payload: dict[str, Any], state: str) -> int:
 
 
 def session_end(root: Root, payload: dict[str, Any]) -> int:
-    from .session_hold import release_everywhere
+    from ..api import Worktrees
 
     session = _text(payload, "session_id")
     if session:
-        activity.clear(root.home, session)
-        release_everywhere(root, session)
+        Worktrees(home=root.home).end_session(session)
     return EXIT_OK

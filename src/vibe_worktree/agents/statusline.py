@@ -19,9 +19,8 @@ from typing import Any, NamedTuple, TypeVar
 
 from ..core import git as g
 from ..core.errors import EXIT_OK, VwtError
-from ..core.layout import Claim, Root, resolve_home
+from ..core.layout import Claim, Root, claim_containing, resolve_home
 from ..core.records import CorruptRecord, read_record
-from .claude_code import claim_containing
 from .hook_input import NoInput, read_object
 
 A = TypeVar("A")

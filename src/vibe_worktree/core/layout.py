@@ -215,3 +215,16 @@ def rmdir_if_empty(path: str) -> bool:
         return True
     except OSError:
         return False
+
+
+def claim_containing(root: Root, path: str, exact: bool = False) -> Claim | None:
+    """The managed checkout `path` is (with `exact`) or lies in, found without git."""
+    for candidate in dict.fromkeys((os.path.abspath(path), os.path.realpath(path))):
+        relative = os.path.relpath(candidate, root.path)
+        parts = relative.split(os.sep)
+        if relative.startswith("..") or len(parts) < 2 or parts[0].startswith("."):
+            continue
+        if exact and len(parts) != 2:
+            continue
+        return root.claim(parts[0], parts[1])
+    return None

@@ -96,8 +96,8 @@ def check(root: Root, cwd: str) -> Report:
         return _report(found)
     claims = entries(root, root.buckets())
     busy = _busy_claims(root, claims, found)
-    here = _current_repo(cwd)
-    moved = _moved_from(root, here) if here else {}
+    here = current_repo(cwd)
+    moved = moved_from(root, here) if here else {}
     for entry in claims:
         if (entry.claim.bucket, entry.name) in busy:
             continue
@@ -357,8 +357,7 @@ def _pool_problems(root: Root) -> list[Problem]:
 def _failed_fill(root: Root, bucket: str, repo_root: str | None) -> list[Problem]:
     """The pool's last fill failed (a background refill nobody watched, most often): no
     entry is ready until the cause is fixed, and the log says what the hook printed."""
-    from ..lifecycle.pool import folder
-    from ..lifecycle.pool_fill import fill_log, last_error
+    from ..lifecycle.pool import fill_log, folder, last_error
 
     failed = last_error(root, bucket)
     if failed is None:
@@ -407,7 +406,7 @@ def _removing_prefixes(root: Root) -> list[str]:
 
 
 # -- repositories ------------------------------------------------------------------------------
-def _current_repo(cwd: str) -> KnownRepo | None:
+def current_repo(cwd: str) -> KnownRepo | None:
     try:
         info = g.discover(cwd)
     except VwtError:
@@ -516,7 +515,7 @@ def _busy(claim: Claim) -> bool:
 
 
 # -- moved repositories ------------------------------------------------------------------------
-def _moved_from(root: Root, repo: KnownRepo) -> dict[tuple[str, str], str]:
+def moved_from(root: Root, repo: KnownRepo) -> dict[tuple[str, str], str]:
     """(old bucket, name) -> new repo root, for the managed checkouts the repository's
     worktree entries name in another bucket (it was moved), and for records in its own
     bucket that still name another repo_root (a relocation that stopped half way)."""

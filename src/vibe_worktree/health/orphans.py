@@ -50,10 +50,10 @@ class Repaired(NamedTuple):
 # -- archive -----------------------------------------------------------------------------------
 def archive_orphans(root: Root, cwd: str) -> list[Repaired]:
     """Archive every checkout whose repository is gone, then drop its claim."""
-    from .doctor import _current_repo, _moved_from, orphan_detail
+    from .doctor import current_repo, moved_from, orphan_detail
 
-    here = _current_repo(cwd)
-    relocatable = _moved_from(root, here) if here else {}
+    here = current_repo(cwd)
+    relocatable = moved_from(root, here) if here else {}
     done = []
     for entry in entries(root, root.buckets()):
         key = (entry.claim.bucket, entry.name)

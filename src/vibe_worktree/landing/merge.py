@@ -24,7 +24,8 @@ from ..core.errors import (
 )
 from ..core.faults import checkpoint
 from ..core.files import SpareRoom
-from ..core.index_files import IndexBusy, repair_repo
+from ..core.git import repair_repo
+from ..core.index_files import IndexBusy
 from ..core.integration import Tips, check, read_tips
 from ..core.layout import Claim
 from ..core.locks import acquire_holder, landing_lock, new_holder_id
@@ -378,7 +379,7 @@ def move_branch_and_checkout(checkout_git: g.Git, repo_git: g.Git, ref: str, old
                              step: str | None = None) -> None:
     """Compare-and-swap `ref` (the branch checked out at `where`), then move its checkout,
     all under the checkout's index lock (so a kill anywhere in between is finished by the
-    next merge, sync or prune: `index_files.repair_repo`). NotMoved (the branch put back
+    next merge, sync or prune: `core.git.repair_repo`). NotMoved (the branch put back
     when it had moved): nothing changed. A full disk part-way: files back first, then the
     branch (`room` gives the undo its space), then DiskFull."""
     with g.checkout_move(checkout_git, old, new) as move:

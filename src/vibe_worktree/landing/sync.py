@@ -31,7 +31,8 @@ from ..core.errors import (
 )
 from ..core.faults import checkpoint
 from ..core.files import SpareRoom
-from ..core.index_files import IndexBusy, repair_repo
+from ..core.git import repair_repo
+from ..core.index_files import IndexBusy
 from ..core.integration import Tips, read_tips
 from ..core.layout import Claim
 from ..core.locks import acquire_holder, new_holder_id
@@ -173,7 +174,7 @@ def _move(claim: Claim, target: Target, git: g.Git, head: str, new: str) -> None
     target: under the checkout's index lock, taken as a link to an anchor named with our
     pid whose note says `move <head> <new>`. That note is the sync's intent: a kill
     anywhere in between leaves a lock the next `sync`, `merge` or `prune` recognises as a
-    dead vwt's, and it finishes the move (`index_files.repair_repo`)."""
+    dead vwt's, and it finishes the move (`core.git.repair_repo`)."""
     assert target.checkout is not None
     try:  # room to put the branch and the files back if a full disk stops the move
         room = SpareRoom(target.checkout.common_dir, UNDO_ROOM)

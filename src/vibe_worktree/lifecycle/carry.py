@@ -24,7 +24,9 @@ from .worktrees import Checkout, Inspection, housekeeping_git
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .create import Created, Warn
+    from collections.abc import Callable
+
+    Warn = Callable[[str], None]
 
 CARRIED_PREFIX = "refs/vibe/carried/"
 _LITERAL = {"GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0"}
@@ -41,6 +43,14 @@ class Carried(NamedTuple):
     def to_json(self) -> dict[str, object]:
         return {"files": list(self.files), "moved": self.moved, "ref": self.ref,
                 "left_in_source": list(self.left_in_source)}
+
+
+class Made(NamedTuple):
+    """The worktree the work is carried into, as `new` made (or reused) it."""
+
+    name: str
+    path: str
+    created: bool  # False: it existed already (a killed run had made it)
 
 
 class Source(NamedTuple):
@@ -260,29 +270,29 @@ def prepare(cwd: str, name: str | None, branch: str | None, from_ref: str | None
     return result
 
 
-def finish(chosen: Plan, created: Created, move: bool, warn: Warn,
-           filling: Filling | None = None) -> Created:
-    """After the new worktree holds the work: with `move`, take it out of the source (in
-    the room `filling` kept for it)."""
+def finish(chosen: Plan, made: Made, move: bool, warn: Warn,
+           filling: Filling | None = None) -> Carried:
+    """After the new worktree `made` holds the work: with `move`, take it out of the
+    source (in the room `filling` kept for it). What was carried."""
     captured = chosen.captured
-    resumed = _saved_by_a_killed_run(chosen, created) if move else None
+    resumed = _saved_by_a_killed_run(chosen, made) if move else None
     if resumed is not None:  # its take-out may have been cut short: finish it from the ref
         _settle_cut_short_take_out(resumed)
         captured = resumed
-    elif not created.created and captured.files:  # a killed run made it: finish it
-        if not _holds(created.path, chosen.work_tree):
-            if not _holds_part_of_it(chosen, created.path):
-                raise VwtError(f"{created.name} exists already and does not hold this work; "
+    elif not made.created and captured.files:  # a killed run made it: finish it
+        if not _holds(made.path, chosen.work_tree):
+            if not _holds_part_of_it(chosen, made.path):
+                raise VwtError(f"{made.name} exists already and does not hold this work; "
                                "nothing carried (the source is untouched)")
-            chosen.fill(created.path)  # the fill the killed run never did, or did in part
+            chosen.fill(made.path)  # the fill the killed run never did, or did in part
         if move:
-            save(captured, created.name)
+            save(captured, made.name)
     if not captured.files:
         warn(f"nothing to carry: {captured.source.checkout.path} has no uncommitted changes")
-        return created._replace(carried=Carried((), move, None))
+        return Carried((), move, None)
     if not move:
-        return created._replace(carried=Carried(captured.files, False, None))
-    ref = f"{CARRIED_PREFIX}{created.name}"  # saved by `Filling.fill`
+        return Carried(captured.files, False, None)
+    ref = f"{CARRIED_PREFIX}{made.name}"  # saved by `Filling.fill`
     checkpoint("move.saved")
     if filling is not None:
         filling.give_room_back()
@@ -291,19 +301,19 @@ def finish(chosen: Plan, created: Created, move: bool, warn: Warn,
         warn(f"left {len(left)} file(s) in {captured.source.checkout.path} that changed after "
              f"they were carried: {', '.join(left[:5])}{' ...' if len(left) > 5 else ''} "
              f"(the carried version is in {ref})")
-    return created._replace(carried=Carried(captured.files, True, ref, tuple(left)))
+    return Carried(captured.files, True, ref, tuple(left))
 
 
-def _saved_by_a_killed_run(chosen: Plan, created: Created) -> Captured | None:
+def _saved_by_a_killed_run(chosen: Plan, made: Made) -> Captured | None:
     """What a `--move` killed after saving `refs/vibe/carried/NAME` had captured, when the
     worktree it made (reused now) holds exactly that work; None otherwise. Its take-out may
     have put part of the work back as HEAD has it, so the source alone no longer says what
     was carried: the saved commit does (its tree, and its second parent's: the index)."""
-    if created.created:
+    if made.created:
         return None
     source = chosen.captured.source
     git = source.git
-    saved = g.commit_of(git, f"{CARRIED_PREFIX}{created.name}")
+    saved = g.commit_of(git, f"{CARRIED_PREFIX}{made.name}")
     head = g.commit_of(git, f"{saved}^1") if saved else None
     index = g.commit_of(git, f"{saved}^2") if saved else None
     if saved is None or head is None or index is None:
@@ -319,7 +329,7 @@ def _saved_by_a_killed_run(chosen: Plan, created: Created) -> Captured | None:
         wanted = plan(captured, chosen.start, None).work_tree
     except VwtError:
         return None
-    return captured if _holds(created.path, wanted) else None
+    return captured if _holds(made.path, wanted) else None
 
 
 def _holds_part_of_it(chosen: Plan, checkout: str) -> bool:

@@ -55,7 +55,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .carry import Carried
     from .hooks import HookResult
-    from .pool import Taken
+    from .pool_take import Taken
 
 Warn = Callable[[str], None]
 Fill = Callable[[str], None]  # puts carried work into a fresh checkout (carry.Plan.fill)
@@ -113,7 +113,7 @@ def _created(repo: Repo, record: Record, created: bool) -> Created:
     )
 
 
-def _reserve(claim: Claim, record: Record) -> Holder:
+def reserve(claim: Claim, record: Record) -> Holder:
     """Take the name: `mkdir` of the checkout is the atomic step (under the prune lock).
 
     git cannot tell a path that is taken from a bad ref, so the path is ours
@@ -135,7 +135,7 @@ def _reserve(claim: Claim, record: Record) -> Holder:
     return starting
 
 
-def _unreserve(claim: Claim, starting: Holder) -> None:
+def unreserve(claim: Claim, starting: Holder) -> None:
     """Undo a reservation whose creation failed: only empty folders are removed."""
     if rmdir_if_empty(claim.checkout) or not os.path.lexists(claim.checkout):
         unlink_if_exists(claim.record_path)
@@ -186,18 +186,18 @@ def _take_from_pool(repo: Repo, claim: Claim, record: Record, start: Start, out:
     the pool has none that fits (one stat when there is no pool)."""
     if not os.path.isdir(f"{repo.root.path}/.pool/{repo.bucket}"):
         return None
-    from . import pool
+    from . import pool_take
 
-    taken = pool.take(repo.root, repo.bucket, record.sparse, start.commit, claim.checkout,
+    taken = pool_take.take(repo.root, repo.bucket, record.sparse, start.commit, claim.checkout,
                       out.warn)
     if taken is None:
         return None
     checkpoint("new.pool_taken")
     try:
-        taken = pool.check_out(taken, claim.checkout, record.branch, start.commit,
+        taken = pool_take.check_out(taken, claim.checkout, record.branch, start.commit,
                                start.create_branch)
     except BaseException:
-        pool.discard_placed(repo.root, repo.git, claim.checkout)
+        pool_take.discard_placed(repo.root, repo.git, claim.checkout)
         raise
     return taken
 
@@ -227,7 +227,7 @@ class _Reserved:
 
     def __exit__(self, failed: object, *_details: object) -> None:
         if failed is not None and not _has_git_file(self.claim):
-            _unreserve(self.claim, self.starting)
+            unreserve(self.claim, self.starting)
         else:
             self.starting.release()
 
@@ -421,7 +421,7 @@ def _start_or_unreserve(
             sparse = configured(repo.git, repo.info.toplevel, start.commit)
         return start, sparse
     except BaseException:
-        _unreserve(claim, starting)
+        unreserve(claim, starting)
         raise
 
 
@@ -454,7 +454,7 @@ def _claim_or_reuse(
             if os.path.isdir(claim.checkout) and not os.path.islink(claim.checkout):
                 os.rmdir(claim.checkout)  # an empty leftover of a crashed creation
             record = _new_record(repo, claim.name, branch, branch_created, setup=setup)
-            return Reservation(_reserve(claim, record), False)
+            return Reservation(reserve(claim, record), False)
         record = require_trusted(entry)
         if entry.state == RESERVED:
             return _resume_reservation(repo, claim, record)
@@ -561,7 +561,7 @@ def _reserve_first_free(
             if os.path.lexists(claim.folder) or os.path.lexists(claim.checkout):
                 continue
             record = _new_record(repo, name, branch, True, setup=setup)
-            return claim, _reserve(claim, record), branch
+            return claim, reserve(claim, record), branch
     return None
 
 
@@ -675,7 +675,7 @@ def _reserve_restore(repo: Repo, claim: Claim, entry: Entry, parent: str, setup:
         raise ValidationFailed(f"{claim.checkout} exists; move it away before restoring")
     record = _new_record(repo, claim.name, branch, create_branch or entry.recovery.branch_created,
                          entry.recovery.sparse, setup)
-    return record, _reserve(claim, record)
+    return record, reserve(claim, record)
 
 
 def _restore_branch(git: g.Git, branch: str, parent: str) -> tuple[str, bool]:

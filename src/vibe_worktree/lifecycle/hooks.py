@@ -17,7 +17,19 @@ from typing import NamedTuple
 from ..core.errors import VwtError
 from ..core.layout import Claim
 from ..core.names import path_segment_problem
-from ..core.records import utc_now, write_json_atomically
+from ..core.records import utc_now
+from . import setup_state
+from .settings import (
+    PROJECT_FILE,
+    Approval,
+    HooksFileError,
+    approved_keys,
+    parse_toml,
+    project_file,
+    read_toml,
+    user_file,
+)
+from .settings import change_approvals as _store_approvals
 
 try:  # the builtin module avoids loading OpenSSL, which `hashlib` does
     from _sha256 import sha256  # type: ignore[import-not-found]
@@ -38,9 +50,6 @@ POST_MERGE = "post_merge"
 HOOK_TYPES = (POST_CREATE, PRE_REMOVE, PRE_MERGE, POST_MERGE)
 USER = "user"
 PROJECT = "project"
-PROJECT_FILE = ".vibe/worktree.toml"
-USER_FILE = "worktree.toml"
-APPROVALS_FILE = "worktree-approvals.json"
 DEFAULT_TIMEOUT = 300.0
 _ENTRY_KEYS = frozenset({"name", "type", "command", "timeout", "background", "description",
                          "inputs"})
@@ -53,10 +62,6 @@ SKIPPED_UNAPPROVED = "skipped_unapproved"
 STARTED = "started"
 
 Warn = Callable[[str], None]
-
-
-class HooksFileError(VwtError):
-    """A hooks file that cannot be trusted as a whole: none of its hooks runs."""
 
 
 class AgentGone(VwtError):
@@ -119,35 +124,6 @@ class Listed(NamedTuple):
 
 
 # -- reading the files ------------------------------------------------------------------------
-def user_file(home: str) -> str:
-    return f"{home}/{USER_FILE}"
-
-
-def project_file(checkout: str) -> str:
-    return f"{checkout}/{PROJECT_FILE}"
-
-
-def read_toml(path: str) -> dict[str, Any] | None:
-    """The parsed file, None when there is none; HooksFileError when it is not TOML."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise HooksFileError(f"{path}: cannot be read ({exc.strerror}); fix it or pass "
-                             "--no-hooks") from None
-    return parse_toml(raw, path)
-
-
-def parse_toml(raw: bytes, path: str) -> dict[str, Any]:
-    import tomllib
-
-    try:
-        return tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise HooksFileError(f"{path}: not valid TOML ({exc}); fix it or pass --no-hooks"
-                             ) from None
 
 
 def hooks_of(data: dict[str, Any], path: str, source: str) -> list[Hook]:
@@ -226,27 +202,6 @@ def load_all(home: str, checkout: str, sparse_commit: str | None = None) -> list
 
 
 # -- approvals --------------------------------------------------------------------------------
-def approvals_path(home: str) -> str:
-    return f"{home}/{APPROVALS_FILE}"
-
-
-def _read_approvals(home: str) -> dict[str, Any]:
-    path = approvals_path(home)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except FileNotFoundError:
-        return {"version": 1, "buckets": {}}
-    except (OSError, ValueError) as exc:
-        raise VwtError(f"{path} cannot be read ({exc}); fix or delete it") from None
-    if not isinstance(data, dict) or not isinstance(data.get("buckets"), dict):
-        raise VwtError(f"{path} is not an approvals file; fix or delete it")
-    return data
-
-
-def approved_keys(home: str, bucket: str) -> set[str]:
-    entries = _read_approvals(home)["buckets"].get(bucket)
-    return set(entries) if isinstance(entries, dict) else set()
 
 
 def is_approved(hook: Hook, keys: set[str]) -> bool:
@@ -254,25 +209,10 @@ def is_approved(hook: Hook, keys: set[str]) -> bool:
 
 
 def change_approvals(home: str, bucket: str, hooks: Sequence[Hook], approve: bool) -> None:
-    """Approve or revoke `hooks` for `bucket`, under a lock, written atomically (0600)."""
-    from ..core.locks import locked
-
-    os.makedirs(home, exist_ok=True)
-    with locked(f"{approvals_path(home)}.lock", home):
-        data = _read_approvals(home)
-        entries = data["buckets"].setdefault(bucket, {})
-        if not isinstance(entries, dict):
-            entries = data["buckets"][bucket] = {}
-        for hook in hooks:
-            if approve:
-                entries[hook.key] = {"type": hook.type, "name": hook.name,
-                                     "command": hook.command, "approved_at": utc_now()}
-            else:
-                entries.pop(hook.key, None)
-        if not entries:
-            del data["buckets"][bucket]
-        write_json_atomically(approvals_path(home), data)
-        os.chmod(approvals_path(home), 0o600)
+    """Approve or revoke `hooks` for `bucket` (by their exact type, name and command)."""
+    _store_approvals(home, bucket, [Approval(h.key, {"type": h.type, "name": h.name,
+                                                     "command": h.command}) for h in hooks],
+                     approve)
 
 
 def listing(home: str, bucket: str, checkout: str) -> list[Listed]:
@@ -647,3 +587,66 @@ def for_merge(runner: Runner, checkout: str) -> Callable[..., tuple[tuple[HookRe
                                 "or pass --no-hooks)" if kind == PRE_MERGE else
                                 f"{kind} hook {failed[0].name} {how}")
     return run
+
+
+def run_setup(runner: Runner, claim: Claim, ctx: Context, sparse: bool, reuse: Reuse | None,
+              rerun: bool) -> list[HookResult]:
+    """The post_create hooks of a new worktree, or with `rerun` those of a reused one that
+    did not succeed, held (`.setup`) from start to end so that no removal comes in between
+    and no second `new` runs them at the same time. The record says which are still due
+    before each one starts, and no longer lists one once it succeeded."""
+    from ..core.errors import HeldError
+    from ..core.locks import (
+        acquire_holder,
+        being_removed,
+        live_holders,
+        registry_lock,
+        running_hooks,
+    )
+    from ..core.records import CorruptRecord, read_record
+
+    try:
+        hold = acquire_holder(claim, setup_state.HOLDER)
+    except HeldError:
+        if not rerun or being_removed(claim):
+            raise
+        runner.warn(f"{claim.name}: another process is running its setup; not run again")
+        return []
+    with hold:
+        try:
+            record = read_record(claim.record_path, claim.name)
+        except (OSError, CorruptRecord):
+            return []
+        if rerun and not setup_state.pending(record):
+            return []  # another `new` finished it meanwhile
+        due = setup_state.pending_ids(record)
+        try:
+            found = post_create_hooks(runner.home, ctx, sparse)
+        except HooksFileError as exc:
+            warn_broken(runner, exc)
+            return []  # still due: once the file is fixed, `vwt new NAME` runs them
+        if rerun and due is not None:
+            found = [h for h in found if h.setup_id in due]
+        with registry_lock(claim.root):
+            running = set(running_hooks(live_holders(claim)))
+        due_now = [h.setup_id for h in found]
+        _noting(runner, claim, lambda: setup_state.note_due(claim, due_now))
+        wanted = [h for h in found if h.name not in running]  # a keeper still runs those
+
+        def settled(hook: Hook, result: HookResult) -> None:
+            # skipped unapproved: a decision (no terminal, or "no"), not a failure
+            if result.status in (OK, SKIPPED_UNAPPROVED):
+                _noting(runner, claim, lambda: setup_state.settle(claim, [hook.setup_id]))
+
+        return run_hooks(runner, POST_CREATE, wanted, ctx, ctx.path, claim,
+                         reuse=reuse, settled=settled)
+
+
+def _noting(runner: Runner, claim: Claim, write: Callable[[], None]) -> None:
+    """A write of the setup's state that must not fail the creation (a full disk): the
+    record then says less has succeeded than has, which only runs a hook again."""
+    try:
+        write()
+    except OSError as exc:
+        runner.warn(f"{claim.name}: could not record its setup's progress "
+                    f"({exc.strerror or exc}); vwt new {claim.name} may run a hook again")

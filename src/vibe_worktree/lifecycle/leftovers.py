@@ -76,8 +76,7 @@ def release_dead_repo_locks(found: list[Entry], stale: Stale, warn: Warn) -> Non
     `index.lock` of a killed `vwt merge` in a checkout it was moving (recognised exactly:
     see `core.index_files`; the move it interrupted is finished), and the lock of a
     snapshot ref a killed removal or snapshot was writing."""
-    from ..core.git import discover, discover_without_git
-    from ..core.index_files import repair_repo
+    from ..core.git import discover, discover_without_git, repair_repo
     from ..core.layout import bucket_matches
 
     by_repo: dict[str, list[Entry]] = {}

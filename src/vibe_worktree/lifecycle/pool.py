@@ -32,15 +32,13 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ..core import git as g
-from ..core.errors import VwtError
-from ..core.files import write_atomically
+from ..core.errors import VwtError, says_disk_full
 from ..core.layout import Root, ensure_dir, unlink_if_exists
-from ..core.patterns import any_matches
-from ..core.records import parse_timestamp
+from ..core.records import parse_timestamp, utc_now, write_json_atomically
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .hooks import Hook, HookResult
+    from .worktrees import Repo
 
 POOL = ".pool"
 READY = ".json"
@@ -88,7 +86,7 @@ def pool_buckets(root: Root) -> list[str]:
 def configured_size(home: str, repo_root: str) -> int:
     """`[pool] size` of `<home>/worktree.toml`, else of the main checkout's
     `.vibe/worktree.toml`, else 0."""
-    from .hooks import PROJECT_FILE, read_toml, user_file
+    from .settings import PROJECT_FILE, read_toml, user_file
 
     for path in (user_file(home), f"{repo_root}/{PROJECT_FILE}"):
         if not os.path.exists(path):
@@ -394,7 +392,6 @@ def prune_pools(root: Root, dry_run: bool, warn: Warn) -> list[dict[str, object]
     max_age = max_age_days(root.home)
     now = time.time()
     removed: list[dict[str, object]] = []
-    from .pool_fill import forget_disk_full
 
     for bucket in buckets:
         if not dry_run:
@@ -470,146 +467,6 @@ def _doomed(ready: list[Entry], size: int, max_age: float, now: float) -> list[E
     return sorted(doomed.values(), key=lambda e: e.created_at)
 
 
-# -- taking an entry (by `new`) ---------------------------------------------------------------
-class Taken(NamedTuple):
-    """An entry moved into place: what `new` needs to decide which hooks run again."""
-
-    base: str  # the commit the entry's hooks ran at
-    hooks: tuple[dict[str, object], ...]
-    changed: tuple[str, ...] = ()  # paths that differ between `base` and the start point
-
-
-def take(root: Root, bucket: str, sparse: tuple[str, ...], start: str, checkout: str,
-         warn: Warn) -> Taken | None:
-    """Move a ready entry into `checkout` (an empty folder) and check out nothing else yet.
-    None when there is none to take (the caller then makes the worktree the slow way)."""
-    found = contents(root, bucket).ready
-    if not found:
-        return None
-    # the newest first, and one already at the start point before all others
-    found.sort(key=lambda e: (e.base == start, e.created_at), reverse=True)
-    for entry in found:
-        if entry.sparse != sparse:
-            continue
-        claimed = claim(entry)
-        if claimed is None:
-            continue
-        placed = _place(claimed, checkout, warn)
-        if placed:
-            return Taken(entry.base, entry.hooks)
-    return None
-
-
-def _place(claimed: Claimed, checkout: str, warn: Warn) -> bool:
-    entry = claimed.entry
-    git = g.Git(entry.path)
-    try:
-        status = git.out("status", "--porcelain=v2", "-z", "--branch",
-                         "--untracked-files=all", env={"GIT_OPTIONAL_LOCKS": "0"})
-    except VwtError:
-        status = "?"
-    if f"# branch.oid {entry.base}\0# branch.head (detached)\0" != status:
-        warn(f"pool entry {entry.id} has changes (or moved); set aside, not used")
-        os.rename(claimed.taken_path, f"{entry.path}{CHANGED}")
-        claimed.give_up()
-        return False
-    admin = _admin_dir(entry.path)
-    if admin is None:
-        warn(f"pool entry {entry.id} is not a whole worktree; set aside, not used")
-        os.rename(claimed.taken_path, f"{entry.path}{CHANGED}")
-        claimed.give_up()
-        return False
-    os.rename(entry.path, checkout)  # onto the reserved, empty folder: atomic
-    try:
-        _relink(admin, checkout)
-    except BaseException:
-        os.rename(checkout, entry.path)
-        os.mkdir(checkout)
-        claimed.give_up()
-        raise
-    claimed.done()
-    return True
-
-
-def _admin_dir(checkout: str) -> str | None:
-    """The worktree's admin folder inside the common git dir, from its `.git` file."""
-    try:
-        with open(f"{checkout}/.git", encoding="utf-8") as handle:
-            text = handle.read(4096).strip()
-    except OSError:
-        return None
-    admin = text.removeprefix("gitdir: ")
-    if admin == text or not os.path.isfile(f"{admin}/gitdir"):
-        return None
-    return admin
-
-
-def _relink(admin: str, checkout: str) -> None:
-    """What `git worktree repair` and `git worktree unlock` do after the folder moved,
-    without two git processes: point the admin's `gitdir` file at the new `.git` (written
-    atomically, while the lock still keeps `git worktree prune` away), then unlock."""
-    write_atomically(f"{admin}/gitdir", f"{checkout}/.git\n".encode(), 0o644)
-    unlink_if_exists(f"{admin}/locked")
-
-
-def check_out(taken: Taken, checkout: str, branch: str, start: str, create_branch: bool
-              ) -> Taken:
-    """The branch at the start point, as `git worktree add` would have made it: a two-tree
-    switch from the entry's base, so only the files that differ are touched. The paths that
-    differ are listed meanwhile, by a git of their own (for the hooks' `inputs`)."""
-    diff = None
-    if taken.base != start:
-        diff = g.Git(checkout).start("diff-tree", "-r", "-z", "--name-only", "--no-renames",
-                                     taken.base, start)
-    user_git = g.Git(checkout, housekeeping=False)  # as the user would: hooks run
-    if create_branch:
-        user_git.run("checkout", "--quiet", "--no-track", "-b", branch, start)
-    else:
-        user_git.run("checkout", "--quiet", branch)
-    if diff is None:
-        return taken
-    listed = g.finish(diff)
-    if listed.returncode != 0:
-        raise VwtError(f"git diff-tree failed: {g.first_line(listed.stderr)}")
-    return taken._replace(changed=tuple(p for p in listed.stdout.split("\0") if p))
-
-
-def discard_placed(root: Root, repo_git: g.Git, checkout: str) -> None:
-    """Undo a take whose branch could not be checked out: the entry (no one's work) goes,
-    and the reserved folder is left empty again, as the slow way would have left it."""
-    from .remove import delete_trash
-
-    ensure_dir(root.trash, root.path)
-    trash = f"{root.trash}/pool-{os.path.basename(checkout)}-{os.urandom(16).hex()}"
-    os.rename(checkout, trash)
-    g.worktree_remove_entry(repo_git, checkout)
-    os.mkdir(checkout)
-    delete_trash(trash)
-
-
-# -- which hooks run again after a take --------------------------------------------------------
-def rerun_decider(taken: Taken, start: str) -> Callable[[Hook], HookResult | None]:
-    """For each post_create hook: None to run it (again), or the result it had in the pool.
-    A hook runs again when a path that changed between the entry's base and the start point
-    matches its `inputs`; without `inputs`, whenever the start point differs from the base;
-    and always when it did not run in the pool (new, changed, or unapproved there)."""
-    from .hooks import HookResult
-
-    changed = taken.changed
-    ran = {str(h.get("key")): h for h in taken.hooks if h.get("status") == "ok"}
-
-    def decide(hook: Hook) -> HookResult | None:
-        before = ran.get(hook.key)
-        if before is None:
-            return None
-        if taken.base != start and (hook.inputs is None or any_matches(hook.inputs, changed)):
-            return None
-        code = before.get("exit_code")
-        return HookResult(hook.name, hook.type, hook.source, "ok",
-                          code if isinstance(code, int) else 0)
-    return decide
-
-
 # -- status ---------------------------------------------------------------------------------
 class PoolStatus(NamedTuple):
     bucket: str
@@ -630,7 +487,6 @@ class PoolStatus(NamedTuple):
 
 def status_of(root: Root, bucket: str, repo_root: str | None) -> PoolStatus:
     from ..core.disk import sizes
-    from .pool_fill import fill_log, last_error
 
     found = contents(root, bucket)
     busy = filling(root, bucket)
@@ -664,4 +520,104 @@ def entry_ages(root: Root, bucket: str) -> list[tuple[str, float]]:
     return [(e.path, parse_timestamp(e.created_at)) for e in contents(root, bucket).ready]
 
 
-__all__ = ["Entry", "PoolStatus", "Taken", "drain", "take"]
+def drain_pools(root: Root, repo: Repo | None, warn: Warn) -> list[PoolStatus]:
+    """Empty `repo`'s pool, or with None every repository's (a pool whose repository is
+    gone is left alone); each pool's status after."""
+    targets: list[tuple[str, str, str | None]] = []
+    if repo is not None:
+        targets = [(repo.bucket, repo.info.common_dir, repo.info.repo_root)]
+    else:
+        for bucket in pool_buckets(root):
+            repo_root = repo_root_of(root, bucket)
+            common = _common_dir_or_none(repo_root)
+            if common is None:
+                warn(f"pool {bucket}: its repository is gone; left alone")
+                continue
+            targets.append((bucket, common, repo_root))
+    for bucket, common_dir, _repo_root in targets:
+        drain(root, bucket, common_dir, warn)
+    return [status_of(root, bucket, repo_root) for bucket, _common, repo_root in targets]
+
+
+def _common_dir_or_none(repo_root: str | None) -> str | None:
+    if repo_root is None or not os.path.isdir(repo_root):
+        return None
+    try:
+        return g.discover(repo_root).common_dir
+    except VwtError:
+        return None
+
+__all__ = ["Entry", "PoolStatus", "drain"]
+
+
+LAST_ERROR = ".last-error"
+
+
+MAX_MESSAGE = 600  # characters: one line a person reads, not the hook's whole output
+
+
+def fill_log(home: str, bucket: str) -> str:
+    """Where the background filler of a repository's pool writes its output."""
+    return f"{home}/logs/worktree/{bucket}/pool-fill.log"
+
+
+class LastError(NamedTuple):
+    """Why the pool's last fill failed."""
+
+    message: str  # one line
+    at: str  # when (UTC, `Z`)
+    log: str | None  # the background filler's log; None for a fill in the foreground
+
+
+def _path(root: Root, bucket: str) -> str:
+    return f"{folder(root, bucket)}/{LAST_ERROR}"
+
+
+def one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= MAX_MESSAGE else line[: MAX_MESSAGE - 1] + "…"
+
+
+def note_failure(root: Root, bucket: str, message: str, log: str | None) -> None:
+    """Keep why this fill failed. Best effort: a home that cannot be written has already
+    said so to whoever ran the fill."""
+    data = {"version": 1, "message": one_line(message), "at": utc_now(), "log": log}
+    try:
+        ensure_dir(folder(root, bucket), root.path)
+        write_json_atomically(_path(root, bucket), data)
+    except (OSError, VwtError):
+        pass
+
+
+def note_success(root: Root, bucket: str) -> None:
+    """A fill succeeded: the last failure no longer holds."""
+    try:
+        unlink_if_exists(_path(root, bucket))
+    except OSError:
+        pass
+
+
+def forget_disk_full(root: Root, bucket: str) -> None:
+    """`vwt prune`, the repair after a full disk: a fill that failed for want of space is
+    no fault of the pool's setup, and the next refill tries again."""
+    failed = last_error(root, bucket)
+    if failed is not None and says_disk_full(failed.message):
+        note_success(root, bucket)
+
+
+def last_error(root: Root, bucket: str) -> LastError | None:
+    """The failure of the pool's last fill; None when it succeeded (or none ran yet). An
+    unreadable file still says a fill failed."""
+    path = _path(root, bucket)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.loads(handle.read(1 << 16))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return LastError(f"a fill failed, and {path} cannot be read", "", None)
+    if not isinstance(data, dict):
+        return LastError(f"a fill failed, and {path} cannot be read", "", None)
+    log = data.get("log")
+    return LastError(one_line(str(data.get("message") or "a fill failed")),
+                     str(data.get("at") or ""), log if isinstance(log, str) else None)

@@ -13,16 +13,15 @@ goes to `<home>/logs/worktree/<bucket>/pool-fill.log`.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 from typing import NamedTuple
 
 from ..core import git as g
-from ..core.errors import VwtError, says_disk_full
+from ..core.errors import VwtError
 from ..core.files import write_atomically
-from ..core.layout import Root, bucket_name, ensure_dir, unlink_if_exists
+from ..core.layout import Root, bucket_name, ensure_dir
 from ..core.locks import try_flock
 from ..core.records import utc_now, write_json_atomically
 from .pool import (
@@ -35,7 +34,10 @@ from .pool import (
     clean_up,
     configured_size,
     contents,
+    fill_log,
     folder,
+    note_failure,
+    note_success,
     remove_entry,
 )
 
@@ -43,17 +45,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .hooks import Ask
 
-LAST_ERROR = ".last-error"
-MAX_MESSAGE = 600  # characters: one line a person reads, not the hook's whole output
-
 
 def _quiet(_message: str) -> None:
     pass
-
-
-def fill_log(home: str, bucket: str) -> str:
-    """Where the background filler of a repository's pool writes its output."""
-    return f"{home}/logs/worktree/{bucket}/pool-fill.log"
 
 
 # -- filling ----------------------------------------------------------------------------------
@@ -181,10 +175,11 @@ def _run_hooks(home: str, bucket: str, entry_id: str, path: str, repo_root: str,
             or os.path.exists(f"{path}/.vibe/worktree.toml") or sparse):
         return [], None
     from . import hooks as h
+    from .settings import HooksFileError
 
     try:
         found = h.load_all(home, path, base if sparse else None)
-    except h.HooksFileError as exc:
+    except HooksFileError as exc:
         return [], exc.message
     found = [hook._replace(background=False) for hook in found if hook.type == h.POST_CREATE]
     ctx = h.Context(entry_id, "", path, bucket, repo_root, base, 0, pool=True)
@@ -231,69 +226,6 @@ def _settle_index(path: str, checked_out: float) -> None:
     checkout of the branch only compare file stats."""
     time.sleep(max(0.0, checked_out + 1.1 - time.time()))
     g.Git(path).run("update-index", "-q", "--refresh", check=False)
-
-
-# -- the last failure -------------------------------------------------------------------------
-class LastError(NamedTuple):
-    """Why the pool's last fill failed."""
-
-    message: str  # one line
-    at: str  # when (UTC, `Z`)
-    log: str | None  # the background filler's log; None for a fill in the foreground
-
-
-def _path(root: Root, bucket: str) -> str:
-    return f"{folder(root, bucket)}/{LAST_ERROR}"
-
-
-def one_line(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= MAX_MESSAGE else line[: MAX_MESSAGE - 1] + "…"
-
-
-def note_failure(root: Root, bucket: str, message: str, log: str | None) -> None:
-    """Keep why this fill failed. Best effort: a home that cannot be written has already
-    said so to whoever ran the fill."""
-    data = {"version": 1, "message": one_line(message), "at": utc_now(), "log": log}
-    try:
-        ensure_dir(folder(root, bucket), root.path)
-        write_json_atomically(_path(root, bucket), data)
-    except (OSError, VwtError):
-        pass
-
-
-def note_success(root: Root, bucket: str) -> None:
-    """A fill succeeded: the last failure no longer holds."""
-    try:
-        unlink_if_exists(_path(root, bucket))
-    except OSError:
-        pass
-
-
-def forget_disk_full(root: Root, bucket: str) -> None:
-    """`vwt prune`, the repair after a full disk: a fill that failed for want of space is
-    no fault of the pool's setup, and the next refill tries again."""
-    failed = last_error(root, bucket)
-    if failed is not None and says_disk_full(failed.message):
-        note_success(root, bucket)
-
-
-def last_error(root: Root, bucket: str) -> LastError | None:
-    """The failure of the pool's last fill; None when it succeeded (or none ran yet). An
-    unreadable file still says a fill failed."""
-    path = _path(root, bucket)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.loads(handle.read(1 << 16))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError):
-        return LastError(f"a fill failed, and {path} cannot be read", "", None)
-    if not isinstance(data, dict):
-        return LastError(f"a fill failed, and {path} cannot be read", "", None)
-    log = data.get("log")
-    return LastError(one_line(str(data.get("message") or "a fill failed")),
-                     str(data.get("at") or ""), log if isinstance(log, str) else None)
 
 
 # -- the background refill --------------------------------------------------------------------

@@ -20,12 +20,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Collection
 
-from ..core.errors import HeldError
 from ..core.layout import Claim
 from ..core.locks import (
-    acquire_holder,
-    being_removed,
-    live_holders,
     registry_lock,
     running_hooks,
 )
@@ -33,7 +29,7 @@ from ..core.records import CorruptRecord, Record, read_record, write_record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .hooks import Context, Hook, HookResult, Reuse, Runner
+    pass
 
 KEY = "setup_pending"
 DONE = "done"
@@ -117,6 +113,11 @@ def settle(claim: Claim, succeeded: Collection[str]) -> None:
     _rewrite(claim, without)
 
 
+def note_due(claim: Claim, ids: Collection[str]) -> None:
+    """The record lists `ids` as the post_create hooks still to succeed (before they run)."""
+    _rewrite(claim, lambda record: _with_pending(record, ids))
+
+
 def _rewrite(claim: Claim, change: Callable[[Record], Record]) -> None:
     with registry_lock(claim.root):
         try:
@@ -126,59 +127,3 @@ def _rewrite(claim: Claim, change: Callable[[Record], Record]) -> None:
         changed = change(record)
         if changed != record:
             write_record(claim.record_path, changed)
-
-
-# -- running the hooks ------------------------------------------------------------------------
-def run(runner: Runner, claim: Claim, ctx: Context, sparse: bool, reuse: Reuse | None,
-        rerun: bool) -> list[HookResult]:
-    """The post_create hooks of a new worktree, or with `rerun` those of a reused one that
-    did not succeed, held (`.setup`) from start to end so that no removal comes in between
-    and no second `new` runs them at the same time. The record says which are still due
-    before each one starts, and no longer lists one once it succeeded."""
-    from . import hooks
-
-    try:
-        hold = acquire_holder(claim, HOLDER)
-    except HeldError:
-        if not rerun or being_removed(claim):
-            raise
-        runner.warn(f"{claim.name}: another process is running its setup; not run again")
-        return []
-    with hold:
-        try:
-            record = read_record(claim.record_path, claim.name)
-        except (OSError, CorruptRecord):
-            return []
-        if rerun and not pending(record):
-            return []  # another `new` finished it meanwhile
-        due = pending_ids(record)
-        try:
-            found = hooks.post_create_hooks(runner.home, ctx, sparse)
-        except hooks.HooksFileError as exc:
-            hooks.warn_broken(runner, exc)
-            return []  # still due: once the file is fixed, `vwt new NAME` runs them
-        if rerun and due is not None:
-            found = [h for h in found if h.setup_id in due]
-        with registry_lock(claim.root):
-            running = set(running_hooks(live_holders(claim)))
-        due_now = [h.setup_id for h in found]
-        _noting(runner, claim, lambda: _rewrite(claim, lambda r: _with_pending(r, due_now)))
-        wanted = [h for h in found if h.name not in running]  # a keeper still runs those
-
-        def settled(hook: Hook, result: HookResult) -> None:
-            # skipped unapproved: a decision (no terminal, or "no"), not a failure
-            if result.status in (hooks.OK, hooks.SKIPPED_UNAPPROVED):
-                _noting(runner, claim, lambda: settle(claim, [hook.setup_id]))
-
-        return hooks.run_hooks(runner, hooks.POST_CREATE, wanted, ctx, ctx.path, claim,
-                               reuse=reuse, settled=settled)
-
-
-def _noting(runner: Runner, claim: Claim, write: Callable[[], None]) -> None:
-    """A write of the setup's state that must not fail the creation (a full disk): the
-    record then says less has succeeded than has, which only runs a hook again."""
-    try:
-        write()
-    except OSError as exc:
-        runner.warn(f"{claim.name}: could not record its setup's progress "
-                    f"({exc.strerror or exc}); vwt new {claim.name} may run a hook again")

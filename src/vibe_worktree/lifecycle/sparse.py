@@ -42,7 +42,7 @@ def configured(git: g.Git, toplevel: str, commit: str) -> tuple[str, ...]:
     raw = g.file_at(git, commit, PROJECT_FILE)
     if raw is None:
         return ()
-    from .hooks import parse_toml
+    from .settings import parse_toml
 
     label = f"{PROJECT_FILE} (at {commit[:12]})"
     value = parse_toml(raw, label).get("sparse", [])

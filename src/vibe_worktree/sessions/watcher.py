@@ -1,4 +1,4 @@
-"""`python -m vibe_worktree.agents.watcher HOME BUCKET NAME HOLDER FD PID STARTED`.
+"""`python -m vibe_worktree.sessions.watcher HOME BUCKET NAME HOLDER FD PID STARTED`.
 
 Keeps the locked holder file on descriptor FD (inherited from the hook handler) for as
 long as the agent process PID (started at STARTED) lives; lets go when it dies, crash

@@ -14,9 +14,9 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import TextIO
 
-    from .agents.foreign import Foreign
-    from .api import Listed
-    from .lifecycle.pool import PoolStatus
+    from ..lifecycle.foreign import Foreign
+    from ..lifecycle.listing import Listed
+    from ..lifecycle.pool import PoolStatus
 
 RESET = "\033[0m"
 STATE_COLOURS = {
@@ -56,7 +56,7 @@ def age(claimed_at: str | None, now: float | None = None) -> str:
         return "-"
     import time
 
-    from .core.records import parse_timestamp
+    from ..core.records import parse_timestamp
 
     try:
         seconds = max(0.0, (now or time.time()) - parse_timestamp(claimed_at))
@@ -159,7 +159,7 @@ def list_table(rows: list[Listed], colour: bool) -> str:
     colours: list[list[str | None]] = [[DIM] * len(HEADER)]
     colours += [[_cell_colour(x, r) for x in range(len(HEADER))] for r in rows]
     if any(r.sized for r in rows):  # `list --size`: SIZE before PATH
-        from .core.disk import human
+        from ..core.disk import human
 
         for line, row in zip(cells, [None, *rows], strict=True):
             line.insert(-1, "SIZE" if row is None else
@@ -171,7 +171,7 @@ def list_table(rows: list[Listed], colour: bool) -> str:
 
 def size_total(rows: list[Listed], pool_bytes: int) -> str:
     """`list --size`: the line under the table, with what the warm pool takes besides."""
-    from .core.disk import human
+    from ..core.disk import human
 
     measured = [r.size for r in rows if r.size is not None]
     line = (f"total {human(sum(measured))} in {len(measured)} "
@@ -183,7 +183,7 @@ def size_total(rows: list[Listed], pool_bytes: int) -> str:
 
 def pool_lines(pool: PoolStatus) -> str:
     """`vwt pool`: one line per pool, and one more when its last fill failed."""
-    from .core.disk import human
+    from ..core.disk import human
 
     base = pool.base[:12] if pool.base else "-"
     extra = f", {pool.broken} to clean up (vwt pool drain)" if pool.broken else ""

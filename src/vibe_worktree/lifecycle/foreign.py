@@ -17,8 +17,8 @@ from ..core.errors import VwtError
 from ..core.integration import Integration, Tips, cheap_check, finish_checks, read_tips
 from ..core.layout import Root, bucket_name
 from ..core.processes import processes_inside
-from ..lifecycle.adoption import linked_checkout
-from ..lifecycle.worktrees import Checkout, housekeeping_git, load_entry
+from .adoption import linked_checkout
+from .worktrees import Checkout, housekeeping_git, load_entry
 
 CLAUDE_CODE = "claude-code"
 CODEX = "codex"

@@ -1,7 +1,7 @@
 """A worktree held for the life of an agent session.
 
 The hook handler takes a §2 holder (`claude-<session>-<host pid>`) and hands its locked
-descriptor to a small detached watcher (`agents/watcher.py`), which keeps it until the
+descriptor to a small detached watcher (`sessions/watcher.py`), which keeps it until the
 agent process dies or the session ends. The watcher has none of the hook's standard
 streams (the host waits for their end of file) and a session of its own, so killing
 the agent's process group does not kill it first: it notices within a poll and lets go.
@@ -23,7 +23,9 @@ from ..core.locks import holder_ids, holder_is_live, wait_for_holder_release
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..api import Worktrees
+    from collections.abc import Callable
+
+    from ..core.locks import Holder
 
 PREFIX = "claude-"
 RELEASE_WAIT = 2.0
@@ -41,24 +43,25 @@ def holder_id(session: str, host: Host) -> str:
     return f"{session_prefix(session)}{host.pid}"
 
 
-def hold_for_session(wt: Worktrees, name: str, session: str, host: Host) -> str | None:
-    """Hold NAME until `host` dies or the session ends; None when this session's
-    watcher already holds it (a second WorktreeCreate for the same name)."""
+def hold_for_session(claim: Claim, session: str, host: Host,
+                     hold: Callable[[str], Holder]) -> str | None:
+    """Hold the claim until `host` dies or the session ends; None when this session's
+    watcher already holds it (a second WorktreeCreate for the same name). `hold(id)` takes
+    the holder (`Worktrees.hold`: checked under the prune lock)."""
     import subprocess
 
     hid = holder_id(session, host)
-    claim = wt.claim(name)
     if holder_is_live(os.path.join(claim.holders_dir, hid)):
         return None
     try:
-        holder = wt.hold(name, hid)
+        holder = hold(hid)
     except HeldError:
         if holder_is_live(os.path.join(claim.holders_dir, hid)):
             return None  # a parallel create of the same session won
         raise
     try:
         watcher = subprocess.Popen(
-            [sys.executable, "-m", "vibe_worktree.agents.watcher", claim.root.home,
+            [sys.executable, "-m", "vibe_worktree.sessions.watcher", claim.root.home,
              claim.bucket, claim.name, hid, str(holder.fileno()), str(host.pid),
              host.started],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

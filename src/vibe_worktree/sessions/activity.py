@@ -10,27 +10,15 @@ from __future__ import annotations
 
 import json
 import os
-from typing import NamedTuple
 
 from ..core.host import Host, alive
 from ..core.layout import Claim
 from ..core.records import utc_now
+from ..lifecycle.listing import Activity, Listed
 
 FOLDER = "worktree-activity"
 WORKING, WAITING, IDLE = "working", "waiting", "idle"
 STATES = (WORKING, WAITING, IDLE)
-
-
-class Activity(NamedTuple):
-    state: str
-    agent: str
-    session: str
-    since: str
-    host: Host
-
-    def to_json(self) -> dict[str, str]:
-        return {"state": self.state, "agent": self.agent, "session": self.session,
-                "since": self.since}
 
 
 def folder(home: str, bucket: str) -> str:
@@ -126,3 +114,16 @@ def of_bucket(home: str, bucket: str) -> dict[str, Activity]:
             if activity is not None and alive(activity.host):
                 found[name[:-5]] = activity
     return found
+
+
+def with_activity(home: str, rows: list[Listed]) -> list[Listed]:
+    """§14: the live agent activity of each row (one folder listing per bucket)."""
+    if not os.path.isdir(f"{home}/{FOLDER}"):
+        return rows
+    by_bucket = {b: of_bucket(home, b) for b in {r.bucket for r in rows}}
+    return [r._replace(activity=found) if (found := by_bucket[r.bucket].get(r.name)) else r
+            for r in rows]
+
+
+__all__ = ["FOLDER", "IDLE", "STATES", "WAITING", "WORKING", "Activity", "clear", "current",
+           "folder", "forget", "mark", "of_bucket", "path", "with_activity"]

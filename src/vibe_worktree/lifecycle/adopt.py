@@ -19,7 +19,7 @@ from ..core.locks import STARTING, Holder, acquire_holder, prune_lock
 from ..core.names import candidate_names, path_segment_problem, random_slug, slugify
 from ..core.processes import processes_inside
 from ..core.records import Record, utc_now
-from ..lifecycle.adoption import (
+from .adoption import (
     Refused,
     adoption_record,
     finish_interrupted,
@@ -30,9 +30,9 @@ from ..lifecycle.adoption import (
     move_in,
     source_of,
 )
-from ..lifecycle.create import _reserve, _unreserve
-from ..lifecycle.worktrees import Checkout, Repo, load_entry
+from .create import reserve, unreserve
 from .foreign import made_by
+from .worktrees import Checkout, Repo, load_entry
 
 NOT_FOUND = "not_found"
 NOT_A_WORKTREE = "not_a_worktree"
@@ -110,7 +110,7 @@ def _adopt_one(root: Root, path: str) -> Adopted:
                 checkpoint("adopt.reserved")
                 lock_source(claim, source)
             except BaseException:
-                _unreserve(claim, starting)
+                unreserve(claim, starting)
                 raise
     except (VwtError, OSError):
         if os.path.lexists(path):
@@ -126,7 +126,7 @@ def _adopt_one(root: Root, path: str) -> Adopted:
                 raise VwtError(f"adopting {path} stopped after moving it to {claim.checkout} "
                                f"({exc.message}); run vwt prune to finish it") from None
             raise
-        _unreserve(claim, starting)
+        unreserve(claim, starting)
         raise
     starting.release()
     return Adopted(claim.checkout, claim.name, path, record.branch, tool, claim.bucket)
@@ -242,5 +242,5 @@ def _reserve_name(repo: Repo, folder: str, source: Checkout, tool: str
             Record(name=name, branch=source.branch, repo_root=repo.info.repo_root,
                    base_commit=None, branch_created=False, claimed_at=utc_now()),
             source.path, tool)
-        return claim, record, _reserve(claim, record)
+        return claim, record, reserve(claim, record)
     raise VwtError(f"all names from {base} to {base}-100 are taken in this repository")
