@@ -4,26 +4,20 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from conftest import Repo, Result, Vwt
 
-DRIVER = Path(__file__).resolve().parent / "land_driver.py"
-
 
 class Lander:
-    """Runs `vwt land ARGS` (until the command is wired: `tests/land_driver.py`)."""
+    """Runs `vwt land ARGS`."""
 
-    def __init__(self, vwt: Vwt, where: Path) -> None:
+    def __init__(self, vwt: Vwt) -> None:
         self.vwt = vwt
-        self.exe = where / "vwt-land"
-        self.exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{DRIVER}" "$@"\n')
-        self.exe.chmod(0o755)
 
     def __call__(self, *args: str, code: int | None = None, **kw: Any) -> Result:
-        result = self.vwt(*args, exe=str(self.exe), **kw)
+        result = self.vwt("land", *args, **kw)
         if code is not None:
             assert result.code == code, str(result)
         return result
@@ -36,13 +30,8 @@ class Lander:
     def spawn(self, *args: str, cwd: Path | None = None,
               env_extra: dict[str, str | None] | None = None,
               new_session: bool = False) -> subprocess.Popen[str]:
-        proc = subprocess.Popen([str(self.exe), *args],
-                                cwd=cwd or self.vwt.sandbox.default_cwd,
-                                env=self.vwt.env(env_extra), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=new_session)
-        self.vwt.started.append(proc)
-        return proc
+        return self.vwt.spawn("land", *args, cwd=cwd, env_extra=env_extra,
+                              new_session=new_session)
 
 
 def with_work(repo: Repo, vwt: Vwt, name: str, files: dict[str, str] | None = None) -> Path:

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import VWT_BIN
 from land_support import Lander, on_main, outcomes, tickets, with_work
 
 
 @pytest.fixture
 def land(vwt, sandbox):
-    return Lander(vwt, sandbox.tmp)
+    return Lander(vwt)
 
 
 def main_tip(repo):
@@ -150,19 +151,32 @@ def test_a_project_gate_runs_only_once_approved(repo, vwt, land, sandbox):
     assert outcomes(report) == {"feat": "gate_unapproved"}
     assert "vwt hooks approve" in report["results"][0]["message"]
     assert not ran.exists() and repo.head(cwd=path) == head  # nothing changed, not even a sync
-    _approve_gate(vwt, repo, f"touch {ran}")
+    listed = vwt("hooks", "--json").json()["hooks"]
+    assert listed == [{"name": "gate", "type": "land", "source": "project",
+                       "command": f"touch {ran}", "background": False, "timeout": 1800.0,
+                       "description": "the check vwt land runs on each worktree",
+                       "approved": False}]
+    vwt.ok("hooks", "approve", "gate")
     report = land.json("feat", code=0)
     assert outcomes(report) == {"feat": "merged"} and ran.exists()
     assert report["results"][0]["gate"]["command"] == f"touch {ran}"
+    # a changed gate is not approved any more; a changed timeout keeps the approval
+    repo.commit("gate changes", {".vibe/worktree.toml": f'[land]\ngate = "touch {ran}; true"\n'})
+    with_work(repo, vwt, "next")
+    assert outcomes(land.json("next", code=1)) == {"next": "gate_unapproved"}
+    repo.commit("timeout", {".vibe/worktree.toml": f'[land]\ngate = "touch {ran}"\ntimeout = 60\n'})
+    assert outcomes(land.json("next", code=0)) == {"next": "merged"}
 
 
-def _approve_gate(vwt, repo, command):
-    """As `vwt hooks approve` will (the same store, keyed by the exact command)."""
-    from vibe_worktree.landing.gate import LandSettings, as_hook
-    from vibe_worktree.lifecycle.hooks import change_approvals
-
-    change_approvals(str(repo.layout.home), repo.bucket,
-                     [as_hook(command, LandSettings(command))], approve=True)
+def test_a_broken_land_table_lands_nothing(repo, vwt, land):
+    repo.commit("broken", {".vibe/worktree.toml": '[land]\ngate = 3\n'})
+    path = with_work(repo, vwt, "feat")
+    head = repo.head(cwd=path)
+    report = land.json("feat", code=1)
+    [result] = report["results"]
+    assert result["outcome"] == "error" and "gate must be a non-empty string" in result["message"]
+    assert repo.head(cwd=path) == head
+    assert outcomes(land.json("feat", "--gate", "true", code=0)) == {"feat": "merged"}
 
 
 def test_a_given_gate_stands_in_for_the_projects(repo, vwt, land, sandbox):
@@ -243,7 +257,7 @@ def test_ready_lands_every_worktree_with_work_of_its_own_and_nothing_else(repo, 
 def test_a_land_from_inside_a_worktree_lands_it_despite_its_own_hold(repo, vwt, land):
     path = with_work(repo, vwt, "feat")
     # `vwt run feat -- LAND` holds feat for the command; its own holder does not count
-    run = vwt("run", "feat", "--", str(land.exe), "--json", cwd=path)
+    run = vwt("run", "feat", "--", VWT_BIN, "land", "--json", cwd=path)
     assert run.code == 0, str(run)
     assert outcomes(json.loads(run.out)) == {"feat": "merged"}
 

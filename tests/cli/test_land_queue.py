@@ -18,7 +18,7 @@ pytestmark = pytest.mark.timeout(240)
 
 @pytest.fixture
 def land(vwt, sandbox):
-    return Lander(vwt, sandbox.tmp)
+    return Lander(vwt)
 
 
 def _wait_until(predicate, procs, timeout: float = 60) -> None:

@@ -12,26 +12,25 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from conftest import VWT_BIN as VWT
 
 from .conftest import GitRepo, Sandbox
 from .test_kill import SEED, git_locks, kill_group, reservations
 
 pytestmark = pytest.mark.timeout(300)
 
-DRIVER = Path(__file__).resolve().parent.parent / "land_driver.py"
 NAMES = ("w0", "w1", "w2")
 QUICK_MOMENTS = 3
 SWEEP_MOMENTS = 12
 
 
 def land_command(*args: str) -> list[str]:
-    """`vwt land ARGS` (until the command is wired: `tests/land_driver.py`)."""
-    return [sys.executable, str(DRIVER), *args]
+    return [VWT, "land", *args]
 
 
 def work(name: str) -> dict[str, str]:

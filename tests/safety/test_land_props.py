@@ -167,7 +167,7 @@ CONFLICTS = [("new", ["alpha"], 0), ("new", ["beta"], 0), ("conflicting_commit",
 
 @pytest.fixture
 def land(vwt, sandbox):
-    return Lander(vwt, sandbox.tmp)
+    return Lander(vwt)
 
 
 @settings(max_examples=4, **SETTINGS)  # type: ignore[arg-type]

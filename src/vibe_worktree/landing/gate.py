@@ -1,12 +1,9 @@
 """The land gate (SPEC §18 step 2): a command that checks exactly what will land.
 
-The gate is `--gate CMD` when given, else `gate` of the `[land]` table of the repository's
-`.vibe/worktree.toml` as the target's tip has it (a branch on its way in cannot loosen its
-own gate), approved as a project hook is (one approvals store, keyed by a SHA-256 of
-exactly the entry), else none. It runs with `/bin/sh -c` in the worktree, stdin
-`/dev/null`, in a process group of its own; its output goes both to our stderr and to
-`<root>/.land/<bucket>/<name>.log`. At `timeout` (`[land] timeout`, default 1800 s) the
-whole group is killed.
+The gate (`--gate CMD`, else the approved `gate` of the `[land]` table: `land.py` picks
+it) runs with `/bin/sh -c` in the worktree, stdin `/dev/null`, in a process group of its
+own; its output goes both to our stderr and to `<root>/.land/<bucket>/<name>.log`. At its
+timeout (`[land] timeout`, default 1800 s) the whole group is killed.
 
 No process of the gate outlives the land that started it: beside the gate, a one-line
 keeper in the same group waits for the end of file of a pipe only this process can write,
@@ -22,13 +19,7 @@ import time
 from typing import Any, NamedTuple
 
 from ..core.records import utc_now
-from ..lifecycle.hooks import PROJECT, PROJECT_FILE, Hook, HooksFileError, parse_toml
 
-LAND_TABLE = "land"
-GATE_NAME = "gate"
-GATE_TYPE = "land"  # how the approvals store and `vwt hooks` know it: the table, as `[env]`
-DEFAULT_TIMEOUT = 1800.0
-_KEYS = frozenset({"gate", "timeout"})
 LEFTOVER_WAIT = 5.0  # for what the keeper killed to let go of the output pipe
 
 # stdin: the control pipe, $1: the gate. The keeper reads the pipe until its end of file,
@@ -36,55 +27,6 @@ LEFTOVER_WAIT = 5.0  # for what the keeper killed to let go of the output pipe
 _KEEPER = ('exec 3<&0\n'
            '( read -r x <&3; kill -9 0 ) </dev/null >/dev/null 2>&1 &\n'
            'exec /bin/sh -c "$1" </dev/null 3<&-\n')
-
-
-class LandSettings(NamedTuple):
-    """The `[land]` table: the gate command (None: no gate) and its timeout in seconds."""
-
-    gate: str | None = None
-    timeout: float = DEFAULT_TIMEOUT
-    file: str = ""  # where it was read, for messages
-
-
-def land_table(data: dict[str, Any], label: str) -> LandSettings:
-    """The `[land]` table of a parsed `.vibe/worktree.toml`; HooksFileError when its shape
-    is wrong (none of it is then used)."""
-    table = data.get(LAND_TABLE)
-    if table is None:
-        return LandSettings(file=label)
-
-    def bad(problem: str) -> HooksFileError:
-        return HooksFileError(f"{label}: [land] {problem}; fix it (or pass --gate CMD)")
-
-    if not isinstance(table, dict):
-        raise bad("must be a table")
-    unknown = sorted(set(table) - _KEYS)
-    if unknown:
-        raise bad(f"has an unknown key {unknown[0]!r}")
-    gate = table.get("gate")
-    if gate is not None and (not isinstance(gate, str) or not gate.strip()):
-        raise bad("gate must be a non-empty string")
-    timeout = table.get("timeout", DEFAULT_TIMEOUT)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
-        raise bad("timeout must be a positive number of seconds")
-    return LandSettings(gate, float(timeout), label)
-
-
-def settings_at(read_file: Any, commit: str) -> LandSettings:
-    """The `[land]` table of `.vibe/worktree.toml` in `commit` (`read_file(commit, path)`
-    gives a file's bytes, or None); HooksFileError when that file or table is broken."""
-    label = f"{PROJECT_FILE} (at {commit[:12]})"
-    raw = read_file(commit, PROJECT_FILE)
-    if raw is None:
-        return LandSettings(file=label)
-    return land_table(parse_toml(raw, label), label)
-
-
-def as_hook(command: str, settings: LandSettings) -> Hook:
-    """The gate as the approvals store and `vwt hooks` see it: approval is of its exact
-    command (a changed gate needs approval again; a changed timeout does not)."""
-    return Hook(GATE_NAME, GATE_TYPE, command, settings.timeout,
-                description="the gate of vwt land", source=PROJECT, file=settings.file)
 
 
 class GateRun(NamedTuple):

@@ -15,18 +15,17 @@ repairs), and the queue free (a dead land's ticket and holders are unlocked file
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import DiskFull, HeldError, NotFound, VwtError
-from ..core.index_files import repair_repo
 from ..core.integration import Tips, check, read_tips
 from ..core.layout import Claim
 from ..core.locks import (
     Holder,
     acquire_holder,
-    landing_lock,
     live_holders,
     new_holder_id,
     prune_lock,
@@ -34,6 +33,7 @@ from ..core.locks import (
 )
 from ..core.names import path_segment_problem
 from ..lifecycle.remove import Target, inspect, target_for, tidy_claim_folders
+from ..lifecycle.settings import LandSettings
 from ..lifecycle.worktrees import READY, Repo, load_entry, validate_checkout
 from . import gate as _gate
 from . import merge as _merge
@@ -128,6 +128,10 @@ def land(repo: Repo, request: Request, out: Output) -> LandReport:
     """Land the requested worktrees, one at a time, in the queue's turn."""
     if request.mode not in _merge.MODES:
         raise VwtError(f"unknown merge mode {request.mode!r}; use squash, rebase or ff-only", 2)
+    if request.ready and request.names:
+        raise VwtError("--ready takes every worktree with work to land; drop the names", 2)
+    if not request.ready and not request.names:
+        request = request._replace(names=(name_here(repo),))
     for name in request.names:
         if path_segment_problem(name):
             raise VwtError(f"{name!r} is not a worktree name", 2)
@@ -145,7 +149,7 @@ def land(repo: Repo, request: Request, out: Output) -> LandReport:
         results.append(result)
         out.done(result)
 
-    job = _Job(repo, tips.branch, request, mine, new_holder_id("land"), out)
+    job = _Job(repo, tips.branch, request, mine, new_holder_id("land"), out, _TrashBin())
     held, place = _take_in_hand(job, [p.name for p in plan if p.error is None], finished,
                                 quietly=request.ready)
     for p in plan:
@@ -159,11 +163,54 @@ def land(repo: Repo, request: Request, out: Output) -> LandReport:
             _give_back(holder)
         if place is not None:
             place.leave()
+        job.trash.close()
     return LandReport(tips.branch, tuple(results), plan)
+
+
+def name_here(repo: Repo) -> str:
+    """The managed worktree the repository was opened in (its checkout's top level)."""
+    where = os.path.relpath(os.path.realpath(repo.info.toplevel), repo.root.path).split(os.sep)
+    if len(where) == 2 and where[0] == repo.bucket:
+        return where[1]
+    raise VwtError("not inside a managed worktree: name the worktrees to land, or pass "
+                   "--ready", 2)
 
 
 def _unique(names: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(names))
+
+
+class _TrashBin:
+    """Deletes the checkouts that landed worktrees left in `.trash` on a thread of its own,
+    while the next worktree lands; `close` waits for the last one (a land, like `merge`,
+    leaves nothing in `.trash` for `prune`, unless it is killed)."""
+
+    def __init__(self) -> None:
+        import queue
+
+        self._paths: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def delete(self, paths: list[str]) -> None:
+        if not paths:
+            return
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="vwt-trash", daemon=True)
+            self._thread.start()
+        for path in paths:
+            self._paths.put(path)
+
+    def _run(self) -> None:
+        from ..lifecycle.remove import delete_trash
+
+        while (path := self._paths.get()) is not None:
+            delete_trash(path)
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._paths.put(None)
+            self._thread.join()
+            self._thread = None
 
 
 class _Job(NamedTuple):
@@ -175,6 +222,7 @@ class _Job(NamedTuple):
     callers: Callers
     holder_id: str  # this land's holder on each worktree it has in hand
     out: Output
+    trash: _TrashBin
 
     @property
     def home(self) -> str:
@@ -302,7 +350,7 @@ def _attempt(job: _Job, claim: Claim, result: LandResult) -> LandResult:
         return result._replace(outcome=GATE_UNAPPROVED, message=(
             f"the [land] gate `{gate.command}` of {settings.file} is not approved; nothing "
             f"landed for {claim.name} (see vwt hooks, then vwt hooks approve gate)"))
-    synced = _sync_onto(job, claim, target, tips)
+    synced = _sync_onto(job, claim, tip)
     if synced.outcome not in (_sync.SYNCED, _sync.UP_TO_DATE):
         return result._replace(outcome=synced.outcome, conflicts=synced.conflicts,
                                message=synced.message)
@@ -342,41 +390,37 @@ class _Gate(NamedTuple):
     approved: bool
 
 
-def _gate_for(job: _Job, target: Target, tip: str) -> tuple[_gate.LandSettings, _Gate | None]:
+def _gate_for(job: _Job, target: Target, tip: str) -> tuple[LandSettings, _Gate | None]:
     """The `[land]` settings at T's tip and the gate to run (`--gate` needs no approval:
     the caller typed it). A broken `[land]` table fails closed (VwtError), unless `--gate`
     stands in for its gate: its timeout is then the default, with a warning."""
-    from ..lifecycle.hooks import HooksFileError, approved_keys, is_approved
+    from ..lifecycle import hooks, settings
 
-    git = target.repo_git
+    label = f"{settings.PROJECT_FILE} (at {tip[:12]})"
     try:
-        settings = _gate.settings_at(lambda c, p: g.file_at(git, c, p), tip)
-    except HooksFileError as exc:
+        found = settings.land_settings(g.file_at(target.repo_git, tip, settings.PROJECT_FILE),
+                                       label)
+    except settings.HooksFileError as exc:
         if job.request.gate is None:
             raise VwtError(exc.message) from None
         job.out.warn(f"{exc.message}; the gate runs with the default timeout")
-        settings = _gate.LandSettings()
+        found = settings.LandSettings(file=label)
     if job.request.gate is not None:
-        return settings, _Gate(job.request.gate, True)
-    if settings.gate is None:
-        return settings, None
-    hook = _gate.as_hook(settings.gate, settings)
-    return settings, _Gate(settings.gate, is_approved(hook, approved_keys(job.home,
-                                                                          job.repo.bucket)))
+        return found, _Gate(job.request.gate, True)
+    hook = hooks.gate_hook(found)
+    if hook is None:
+        return found, None
+    keys = settings.approved_keys(job.home, job.repo.bucket)
+    return found, _Gate(hook.command, hooks.is_approved(hook, keys))
 
 
-def _sync_onto(job: _Job, claim: Claim, target: Target, tips: Tips) -> _sync.SyncResult:
+def _sync_onto(job: _Job, claim: Claim, tip: str) -> _sync.SyncResult:
     """Step 1: rebase the worktree's own commits onto T's tip itself (never onto
     `<remote>/T`: the gate must check what lands on T)."""
-    assert target.checkout is not None
-    for line in repair_repo(target.checkout.common_dir):
-        job.out.warn(line)
-    local = tips._replace(target=tips.target._replace(remote=None, remote_commit=None))
-    return _sync._sync_held(claim, target, local, target.record.base_commit, False,
-                            job.request.into)
+    return _sync.sync(claim, job.request.into, False, job.out.warn, onto_commit=tip)
 
 
-def _run_gate(job: _Job, claim: Claim, command: str, settings: _gate.LandSettings,
+def _run_gate(job: _Job, claim: Claim, command: str, settings: LandSettings,
               tip: str, attempt: int) -> _gate.GateRun:
     from ..lifecycle import hooks
 
@@ -385,7 +429,7 @@ def _run_gate(job: _Job, claim: Claim, command: str, settings: _gate.LandSetting
     record = entry.record
     ctx = hooks.context(job.home, claim.bucket, claim.name, record.branch, claim.checkout,
                         record.repo_root, record.base_commit or "", job.into)
-    env = ctx.env(_gate.as_hook(command, settings))
+    env = ctx.env(hooks.Hook(hooks.GATE_NAME, hooks.LAND_GATE, command))
     env.pop("VWT_HOOK", None)  # the gate is not a hook
     env.pop("VWT_HOOK_NAME", None)
     env["VWT_TARGET_COMMIT"] = tip
@@ -411,24 +455,17 @@ def _landed(job: _Job, claim: Claim, gated: str, result: LandResult) -> LandResu
 
 
 def _merge_if_unmoved(job: _Job, claim: Claim, gated: str) -> _merge.MergeResult:
-    entry, target = _merge.checked_out_target(claim, "landed")
     request = _merge.Request(claim.name, job.request.into, job.request.mode, None, False,
                              job.request.keep, False, job.own(claim),
-                             _merge_hooks(job, claim) if job.request.hooks else None)
-    with landing_lock(claim):
-        if target.checkout is not None:
-            for line in repair_repo(target.checkout.common_dir):
-                job.out.warn(line)
-        tips = read_tips(target.repo_git, job.request.into)
-        if tips is None or tips.commits[0] != gated:
-            return _merge.MergeResult(claim.name, TARGET_MOVED, job.into, job.request.mode)
-        return _merge._merge_locked(entry, target.record.branch, target, request)
+                             _merge_hooks(job, claim) if job.request.hooks else None,
+                             expect_tip=gated, delete_trash=job.trash.delete)
+    return _merge.merge(claim, request, job.out.warn)
 
 
 def _merge_hooks(job: _Job, claim: Claim) -> _merge.RunHooks | None:
-    from ..lifecycle import hooks
+    from ..lifecycle import hooks, settings
 
-    files = (hooks.user_file(job.home), hooks.project_file(claim.checkout))
+    files = (settings.user_file(job.home), settings.project_file(claim.checkout))
     if not any(os.path.exists(f) for f in files):
         return None
     return hooks.for_merge(hooks.Runner(job.home, job.out.warn), claim.checkout)

@@ -23,7 +23,9 @@ from .settings import (
     PROJECT_FILE,
     Approval,
     HooksFileError,
+    LandSettings,
     approved_keys,
+    land_settings,
     parse_toml,
     project_file,
     read_toml,
@@ -216,8 +218,37 @@ def change_approvals(home: str, bucket: str, hooks: Sequence[Hook], approve: boo
 
 
 def listing(home: str, bucket: str, checkout: str) -> list[Listed]:
+    """Every hook of the user and of the checkout's project file, then the project's
+    `vwt land` gate: what `vwt hooks` shows and `vwt hooks approve` approves."""
     keys = approved_keys(home, bucket)
-    return [Listed(h, is_approved(h, keys)) for h in load_all(home, checkout)]
+    found = load_all(home, checkout)
+    gate = gate_hook(land_settings(_read_bytes(project_file(checkout)), project_file(checkout)))
+    return [Listed(h, is_approved(h, keys)) for h in [*found, *filter(None, [gate])]]
+
+
+LAND_GATE = "land"  # the type of the `[land]` table's gate, as approvals and listings name it
+GATE_NAME = "gate"
+
+
+def gate_hook(settings: LandSettings) -> Hook | None:
+    """The `[land]` table's gate as an entry of the approvals store (kept by its exact
+    command, as a hook is: a changed command needs approval again, a changed timeout does
+    not); None when the table names no gate."""
+    if settings.gate is None:
+        return None
+    return Hook(GATE_NAME, LAND_GATE, settings.gate, settings.timeout,
+                description="the check vwt land runs on each worktree", source=PROJECT,
+                file=settings.file)
+
+
+def _read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise HooksFileError(f"{path}: cannot be read ({exc.strerror})") from None
 
 
 # -- running ----------------------------------------------------------------------------------

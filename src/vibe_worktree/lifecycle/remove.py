@@ -334,6 +334,12 @@ def delete_leftover_trash(claim: Claim) -> bool:
     return bool(empty_trash(claim.root, f"{claim.bucket}-{claim.name}-"))
 
 
+def leftover_trash(claim: Claim) -> list[str]:
+    """The folders `delete_leftover_trash` would delete, for a caller that deletes them."""
+    return [f"{claim.root.trash}/{name}"
+            for name in trash_leftovers(claim.root, f"{claim.bucket}-{claim.name}-")]
+
+
 def drop_record_and_folders(claim: Claim) -> None:
     unlink_if_exists(claim.record_path)
 
@@ -369,9 +375,11 @@ def existing_snapshot(entry: Entry, target: Target) -> str | None:
     return recovery.snapshot_ref
 
 
-def remove_all(doomed: Sequence[Doomed]) -> list[tuple[bool, str]]:
+def remove_all(doomed: Sequence[Doomed],
+               delete: Callable[[list[str]], None] | None = None) -> list[tuple[bool, str]]:
     """Remove checkouts whose state is saved or clean, in idempotent steps, batched per
-    repository. Returns (branch_deleted, note) for each."""
+    repository. Returns (branch_deleted, note) for each. `delete`: what deletes the folders
+    moved into `.trash` (a caller that finishes them before it exits); else done here."""
     for item in doomed:
         if item.snapshot_ref:
             write_recovery(item.target.claim.recovery_path,
@@ -403,7 +411,10 @@ def remove_all(doomed: Sequence[Doomed]) -> list[tuple[bool, str]]:
             kept = (f"its earlier snapshot {claim.snapshot_ref} is kept (vwt restore "
                     f"{claim.name} brings it back)")
             results[i] = (results[i][0], "; ".join(filter(None, [results[i][1], kept])))
-    g.map_parallel(delete_trash, trashes)
+    if delete is not None:
+        delete([t for t in trashes if t])
+    else:
+        g.map_parallel(delete_trash, trashes)
     return results
 
 
