@@ -351,6 +351,10 @@ def _attempt(job: _Job, claim: Claim, result: LandResult) -> LandResult:
             f"the [land] gate `{gate.command}` of {settings.file} is not approved; nothing "
             f"landed for {claim.name} (see vwt hooks, then vwt hooks approve gate)"))
     synced = _sync_onto(job, claim, tip)
+    if synced.outcome == _sync.CONFLICT and synced.conflicts:
+        return result._replace(outcome=CONFLICT, conflicts=synced.conflicts, message=(
+            f"{claim.name} conflicts with {job.into} in {_few(synced.conflicts)}; nothing "
+            f"changed; {_merge.resolve_hint(claim.name, job.request.into)}"))
     if synced.outcome not in (_sync.SYNCED, _sync.UP_TO_DATE):
         return result._replace(outcome=synced.outcome, conflicts=synced.conflicts,
                                message=synced.message)
@@ -362,6 +366,11 @@ def _attempt(job: _Job, claim: Claim, result: LandResult) -> LandResult:
                 f"{run.describe()}; nothing landed, {claim.name} stays rebased onto "
                 f"{job.into} (log: {run.log})"))
     return _landed(job, claim, tip, result)
+
+
+def _few(paths: Sequence[str], most: int = 3) -> str:
+    shown = ", ".join(paths[:most])
+    return shown if len(paths) <= most else f"{shown} and {len(paths) - most} more"
 
 
 def _refusal(target: Target, tips: Tips, result: LandResult) -> LandResult | None:
