@@ -23,22 +23,15 @@ from ..core import git as g
 from ..core.errors import DiskFull, HeldError, NotFound, VwtError
 from ..core.integration import Tips, check, read_tips
 from ..core.layout import Claim
-from ..core.locks import (
-    Holder,
-    acquire_holder,
-    live_holders,
-    new_holder_id,
-    prune_lock,
-    registry_lock,
-)
+from ..core.locks import Holder, acquire_holder, new_holder_id, prune_lock
 from ..core.names import path_segment_problem
 from ..lifecycle.remove import Target, inspect, target_for, tidy_claim_folders
 from ..lifecycle.settings import LandSettings
-from ..lifecycle.worktrees import READY, Repo, load_entry, validate_checkout
+from ..lifecycle.worktrees import READY, Repo, housekeeping_git, load_entry, validate_checkout
 from . import gate as _gate
 from . import merge as _merge
 from . import sync as _sync
-from .land_order import Planned, claimed_order, ordered
+from .land_plan import Callers, Planned, callers, holders_of, ordered, select_ready
 from .queue import Place, Queue, land_folder
 
 ATTEMPTS = 3
@@ -335,7 +328,7 @@ def _attempt(job: _Job, claim: Claim, result: LandResult) -> LandResult:
     tips = read_tips(target.repo_git, job.request.into)
     if tips is None:
         raise VwtError("no target branch any more; pass --into")
-    others = _others_holding(claim, job.own(claim))
+    others = [h for h in holders_of(claim) if h not in job.own(claim)]
     if others:
         return result._replace(outcome=KEPT_IN_USE, message=(
             f"{claim.name} is held by a live session ({', '.join(others)}); nothing landed"))
@@ -388,8 +381,8 @@ def _refusal(target: Target, tips: Tips, result: LandResult) -> LandResult | Non
     if inspection.head is None:
         raise VwtError(f"{name} has no commit to land")
     assert target.checkout is not None
-    if inspection.ahead == 0 or check(target.checkout.git, inspection.head,
-                                      tips).integrated is not None:
+    git = housekeeping_git(target.checkout)
+    if inspection.ahead == 0 or check(git, inspection.head, tips).integrated is not None:
         return result._replace(outcome=UP_TO_DATE)
     return None
 
@@ -478,98 +471,3 @@ def _merge_hooks(job: _Job, claim: Claim) -> _merge.RunHooks | None:
     if not any(os.path.exists(f) for f in files):
         return None
     return hooks.for_merge(hooks.Runner(job.home, job.out.warn), claim.checkout)
-
-
-# -- whose holds count ------------------------------------------------------------------------
-class Callers(NamedTuple):
-    """Who is calling: holder ids named as the caller's own, and the processes it runs
-    under. A holder made by one of those processes (`vwt run NAME` that started the agent,
-    the Claude Code session whose agent calls `vwt land`) is the caller's own: a land
-    called from inside its worktree is not refused because its own session holds it."""
-
-    ids: frozenset[str]
-    pids: frozenset[int]
-
-    def of(self, claim: Claim) -> frozenset[str]:
-        own = set(self.ids)
-        for holder in _holder_ids(claim):
-            if _holder_pids(claim, holder) & self.pids:
-                own.add(holder)
-        return frozenset(own)
-
-
-HOLDER_ENV = "VWT_HOLDER_ID"
-
-
-def callers(ids: frozenset[str]) -> Callers:
-    found = set(ids)
-    if os.environ.get(HOLDER_ENV):
-        found.add(os.environ[HOLDER_ENV])
-    return Callers(frozenset(found), frozenset(_ancestors()))
-
-
-def _ancestors() -> list[int]:
-    """This process and its ancestors, nearest first (from /proc; else the parent only)."""
-    from ..core.host import read_stat
-
-    pids = [os.getpid(), os.getppid()]
-    while len(pids) < 64:
-        stat = read_stat(pids[-1])
-        if stat is None:
-            break
-        parent = int(stat[1][1])
-        if parent <= 1 or parent in pids:
-            break
-        pids.append(parent)
-    return pids
-
-
-def _holder_ids(claim: Claim) -> list[str]:
-    with registry_lock(claim.root):
-        return live_holders(claim)
-
-
-def _holder_pids(claim: Claim, holder: str) -> set[int]:
-    """The processes a holder file names as its maker (`pid`, and an agent's `host_pid`)."""
-    import json
-
-    try:
-        with open(os.path.join(claim.holders_dir, holder), "rb") as handle:
-            data = json.loads(handle.read(4096) or b"{}")
-    except (OSError, ValueError):
-        return set()
-    if not isinstance(data, dict):
-        return set()
-    return {p for p in (data.get("pid"), data.get("host_pid")) if isinstance(p, int)}
-
-
-def _others_holding(claim: Claim, own: frozenset[str]) -> list[str]:
-    return [h for h in _holder_ids(claim) if h not in own]
-
-
-# -- `--ready` ---------------------------------------------------------------------------------
-def select_ready(repo: Repo, tips: Tips, mine: Callers) -> list[str]:
-    """Every ready worktree of the repository with commits not in T, no uncommitted change
-    and no live holder but the caller's, oldest claim first."""
-    from ..lifecycle.worktrees import Entry, entries, inspect_checkout
-
-    found = [e for e in entries(repo.root, [repo.bucket], with_recovery=False)
-             if e.state == READY and e.record is not None and e.problem is None]
-
-    def wanted(entry: Entry) -> bool:
-        claim, record = entry.claim, entry.record
-        assert record is not None
-        if [h for h in _holder_ids(claim) if h not in mine.of(claim)]:
-            return False
-        try:
-            checkout = validate_checkout(claim, repo.info.common_dir)
-        except VwtError:
-            return False
-        inspection = inspect_checkout(checkout, record)
-        if inspection.changes or inspection.rebasing or inspection.head is None:
-            return False
-        return check(checkout.git, inspection.head, tips).integrated is None
-
-    chosen = [e for e, ok in zip(found, g.map_parallel(wanted, found), strict=True) if ok]
-    chosen.sort(key=lambda e: claimed_order(e.record))
-    return [e.name for e in chosen]
