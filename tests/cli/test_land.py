@@ -368,3 +368,63 @@ def test_into_lands_on_another_branch(repo, vwt, land, into):
     assert repo.git("show", f"{into}:feat.txt") == "feat's work"
     assert on_main(repo, "feat.txt") is None
     assert os.path.isdir(repo.path)
+
+
+def test_an_agents_own_session_hold_does_not_count_but_anothers_does(repo, vwt, land, holder):
+    """Claude Code holds its worktree for the session (`claude-<session>-<host pid>`, the
+    file naming the agent's process as `host_pid`); the agent's own `vwt land` is that
+    process's descendant, so the hold is its caller's own."""
+    mine = with_work(repo, vwt, "mine")
+    with_work(repo, vwt, "theirs")
+    own = holder(repo.bucket, "mine", f"claude-s1-{os.getpid()}")
+    own.path.write_text(json.dumps({"pid": own.proc.pid, "tool": "vwt", "agent": "claude-code",
+                                    "session": "s1", "host_pid": os.getpid()}))
+    other = holder(repo.bucket, "theirs", "claude-s2-1")
+    other.path.write_text(json.dumps({"pid": other.proc.pid, "tool": "vwt",
+                                      "agent": "claude-code", "session": "s2",
+                                      "host_pid": other.proc.pid}))
+    report = land.json("mine", "theirs", code=1)
+    assert outcomes(report) == {"mine": "merged", "theirs": "kept_in_use"}
+    assert not mine.exists() and own.alive
+    assert outcomes(land.json("--ready", "--dry-run", code=0)) == {}
+    assert [p["name"] for p in land.json("--ready", "--dry-run")["order"]] == []
+
+
+def test_sigterm_during_the_gate_stops_it_and_leaves_the_queue_free(repo, vwt, land, sandbox):
+    path = with_work(repo, vwt, "feat")
+    repo.commit("main moves on", {"main.txt": "main\n"})
+    pid_file = sandbox.tmp / "gate.pid"
+    proc = land.spawn("feat", "--gate", f"echo $$ > {pid_file}; sleep 60")
+    _wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), proc)
+    proc.send_signal(15)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, err
+    assert "stopped by SIGTERM" in err
+    gate = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while _runs(gate):
+        assert time.monotonic() < deadline, "the gate outlived the land"
+        time.sleep(0.05)
+    assert tickets(repo) == [] and repo.live_holders("feat") == []
+    assert on_main(repo, "feat.txt") is None
+    assert repo.git("rev-parse", "HEAD^", cwd=path) == main_tip(repo)  # it stays synced
+    assert vwt("doctor").code == 0  # nothing for prune to repair
+    assert outcomes(land.json("feat", code=0)) == {"feat": "merged"}
+
+
+def test_sigterm_while_waiting_leaves_the_queue(repo, vwt, land, sandbox):
+    with_work(repo, vwt, "slow")
+    with_work(repo, vwt, "waiting")
+    inside, release = sandbox.tmp / "inside", sandbox.tmp / "release"
+    first = land.spawn("slow", "--gate", f"touch {inside}; while [ ! -e {release} ]; do "
+                                         "sleep 0.02; done")
+    _wait_for(inside, first)
+    second = land.spawn("waiting")
+    _wait_until(lambda: len(tickets(repo)) == 2, second)
+    second.send_signal(15)
+    _out, err = second.communicate(timeout=30)
+    assert second.returncode == 143, err
+    assert len(tickets(repo)) == 1 and repo.live_holders("waiting") == []
+    release.write_text("")
+    assert first.wait(timeout=30) == 0
+    assert vwt("doctor").code == 0
