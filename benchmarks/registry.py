@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from benchmarks import collisions, landing, many, pool, queue, ready
+from benchmarks import agents, collisions, landing, many, pool, queue, ready
 from benchmarks.cases import Config, b1, b2, b3, b4, b5, b6
 from benchmarks.measure import Outcome
 
@@ -36,5 +36,6 @@ BENCHMARKS: dict[str, Bench] = {
         Bench("B13", "conflicts --json vs a raw forecast script", 0.7, collisions.b13),
         Bench("B14", "new from a warm pool vs worktree add + a 5 s hook", 0.05, pool.b14),
         Bench("B16", "land of 8 worktrees vs a rebase + gate + ff merge loop", 1.5, queue.b16),
+        Bench("B19", "activity set (an agent's hook line) vs --version", 4.0, agents.b19),
     )
 }

@@ -413,6 +413,22 @@ class Worktrees:
         activity.clear(self.root.home, session)
         return holds.release_everywhere(self.root, session)
 
+    def set_activity(self, name: str, state: str, *, agent: str = "unknown",
+                     session: str = "") -> None:
+        """What the agent working in NAME is doing (working, waiting, idle), this process
+        being the agent: shown until it exits, or 6 hours without a new mark."""
+        from .core.host import find_host
+        from .sessions import activity
+
+        activity.set_for(self.root.home, self.claim(name), state, agent, session,
+                         find_host(os.getpid()))
+
+    def clear_activity(self, name: str) -> None:
+        """Forget what the agent working in NAME was doing."""
+        from .sessions import activity
+
+        activity.forget(self.root.home, self.claim(name))
+
     # -- other tools' worktrees --------------------------------------------------------------
     def foreign(self, *, all_repos: bool = False) -> Sequence[Foreign]:
         """The git worktrees other tools made (Claude Code, Codex, Cursor, `git worktree

@@ -398,3 +398,11 @@ def test_an_agent_sessions_activity_shows_beside_its_holders(page, repo, vwt):
     expect(holders).to_contain_text("waiting for you", timeout=LIVE_SECONDS * 1000)
     vwt.ok("hook", "claude-code", input=event.replace("Notification", "Stop"))
     expect(holders).to_contain_text("idle", timeout=LIVE_SECONDS * 1000)
+
+
+def test_any_agents_activity_shows_too_named_without_a_session(page, repo, vwt):
+    path = Path(vwt.new("codex-work")["path"])
+    vwt.ok("activity", "set", "working", "--agent", "codex", cwd=path)
+    badge = row(page, "codex-work").locator("td.holders .activity")
+    expect(badge).to_have_text("working", timeout=LIVE_SECONDS * 1000)
+    assert badge.get_attribute("title").startswith("codex, working since ")

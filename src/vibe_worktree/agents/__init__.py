@@ -1,4 +1,5 @@
 """Agents' own worktrees: Claude Code's hooks (create, remove, session holds, activity), its
-settings and status line, and the worktrees other tools made (`vwt foreign`, `vwt adopt`)."""
+settings and status line; Mistral Vibe's hooks (activity) and its hooks.toml; any agent's
+activity (`vwt activity`)."""
 
-AGENTS = ("claude-code",)  # the agents whose hooks `vwt hook` and `vwt install` know
+AGENTS = ("claude-code", "vibe")  # the agents whose hooks `vwt hook` and `vwt install` know

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
 from typing import Any, NamedTuple
 
 from ..core.errors import EXIT_USAGE, VwtError
+from .settings_files import runs_vwt, vwt_command, write_settings
 
 SCOPES = ("user", "project", "local")
 EVENTS = ("WorktreeCreate", "WorktreeRemove", "UserPromptSubmit", "PreToolUse",
@@ -23,7 +23,6 @@ EVENTS = ("WorktreeCreate", "WorktreeRemove", "UserPromptSubmit", "PreToolUse",
 # A creation may fetch and run post_create hooks: more than Claude Code's default wait.
 _TIMEOUTS = {"WorktreeCreate": 600, "WorktreeRemove": 600}
 HOOK_ARGS = ("hook", "claude-code")
-_PROGRAMS = ("vwt", "vibe-worktree")
 _MANAGED = ("/Library/Application Support/ClaudeCode/managed-settings.json"
             if sys.platform == "darwin" else "/etc/claude-code/managed-settings.json")
 
@@ -114,31 +113,14 @@ class Installed(NamedTuple):
 
 
 def hook_command() -> str:
-    """`vwt hook claude-code`, with the program's absolute path when `vwt` on PATH is
-    not this very program (a virtual environment that is not activated, say)."""
-    import shutil
-
-    program = os.path.realpath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
-    found = shutil.which("vwt")
-    if (not program or os.path.basename(program) not in _PROGRAMS
-            or (found and os.path.realpath(found) == program)):
-        return "vwt " + " ".join(HOOK_ARGS)
-    return shlex.join([program, *HOOK_ARGS])
+    """`vwt hook claude-code`, by the absolute path when needed (settings_files)."""
+    return vwt_command(HOOK_ARGS)
 
 
 def is_ours(entry: object) -> bool:
     """An entry `install` adds: a command running `vwt hook claude-code`, by any path."""
-    if not isinstance(entry, dict) or entry.get("type") != "command":
-        return False
-    command = entry.get("command")
-    if not isinstance(command, str):
-        return False
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return False
-    return (len(words) == 3 and tuple(words[1:]) == HOOK_ARGS
-            and os.path.basename(words[0]) in _PROGRAMS)
+    return (isinstance(entry, dict) and entry.get("type") == "command"
+            and runs_vwt(entry.get("command"), HOOK_ARGS))
 
 
 def change(path: str, install: bool, dry_run: bool) -> Installed:
@@ -162,7 +144,7 @@ def change(path: str, install: bool, dry_run: bool) -> Installed:
         del settings["hooks"]
     text = json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
     if changed and not dry_run:
-        _write_atomically(path, text)
+        write_settings(path, text)
     return Installed(path, added, removed, changed, text)
 
 
@@ -204,17 +186,3 @@ def _remove(hooks: dict[str, Any]) -> tuple[list[str], list[str]]:
             else:
                 del hooks[event]
     return [], removed
-
-
-def _write_atomically(path: str, text: str) -> None:
-    """Atomically (core.files); a symlinked settings file (dotfiles) is written through to
-    its target, and the file's mode is kept."""
-    from ..core.files import write_atomically
-
-    target = os.path.realpath(path)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    try:
-        mode = os.stat(target).st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o644
-    write_atomically(target, text.encode("utf-8"), mode)

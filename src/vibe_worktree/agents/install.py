@@ -1,5 +1,6 @@
-"""`vwt install claude-code` and `vwt uninstall claude-code`: the CLI side of the settings
-merge in `claude_settings`."""
+"""`vwt install claude-code|vibe` and `vwt uninstall ...`: the CLI side of the settings
+merge in `claude_settings` (Claude Code's settings.json) and `vibe_settings` (Mistral Vibe's
+hooks.toml)."""
 
 from __future__ import annotations
 
@@ -7,26 +8,34 @@ import json
 import sys
 
 from ..core.errors import EXIT_OK, NotARepository
-from .claude_settings import change, settings_path
+from . import claude_settings
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..api import Worktrees
+    from . import vibe_settings
 
 
 def project_dir(wt: Worktrees) -> str:
-    """The project whose `.claude/` the project and local scopes mean: the top level of
-    the repository containing the current directory, else the current directory."""
+    """The project whose `.claude/` (`.vibe/`) the project and local scopes mean: the top
+    level of the repository containing the current directory, else the current directory."""
     try:
         return wt.repo.info.toplevel
     except NotARepository:
         return wt.cwd
 
 
-def change_settings(wt: Worktrees, scope: str, *, install: bool, dry_run: bool,
+def change_settings(wt: Worktrees, agent: str, scope: str, *, install: bool, dry_run: bool,
                     as_json: bool) -> int:
     project = project_dir(wt) if scope != "user" else wt.cwd
-    result = change(settings_path(scope, project), install, dry_run)
+    if agent == "vibe":
+        from . import vibe_settings
+
+        result: claude_settings.Installed | vibe_settings.Installed = vibe_settings.change(
+            vibe_settings.hooks_path(scope, wt.root.home, project), install, dry_run)
+    else:
+        result = claude_settings.change(claude_settings.settings_path(scope, project),
+                                        install, dry_run)
     if as_json:
         sys.stdout.write(json.dumps(result.to_json()) + "\n")
     elif dry_run:

@@ -89,6 +89,8 @@ def _dispatch(argv: list[str]) -> int:
             os.chdir(ns.directory)
         except OSError as exc:
             raise VwtError(f"cannot change to {ns.directory}: {exc.strerror}") from None
+    elif command == "activity" or (command == "hook" and getattr(ns, "agent", "") == "vibe"):
+        pass  # an agent's hook: a folder gone is outside any worktree, never a failure
     else:
         try:
             os.getcwd()
@@ -137,9 +139,10 @@ _HOT: dict[str, tuple[dict[str, str], dict[str, str], tuple[str, ...]]] = {
     ),
     "hook": ({}, {}, ("agent",)),  # every Claude Code event starts a process: keep it quick
     "statusline": ({}, {}, ()),
+    "activity": ({}, {"--agent": "agent", "--session": "session"}, ("action", "state")),
 }
 # Called with no Worktrees (they build what they need): one process per event or line.
-_LIGHT = frozenset({"hook", "statusline"})
+_LIGHT = frozenset({"hook", "statusline", "activity"})
 _GLOBAL_OPTIONS = {"--home": "home", "-C": "directory"}
 # What argparse sets that the fast path never parses (`--sparse` repeats: argparse's).
 _HOT_DEFAULTS: dict[str, dict[str, Any]] = {"new": {"sparse": None, "pr": None}}
@@ -281,15 +284,19 @@ SUBCOMMANDS: dict[str, tuple[str, str, str, bool]] = {
                "health:cmd_schema", "health:schema_args", False),
     "doctor": ("check the whole home for problems, changing nothing (exit 1 when unhealthy)",
                "health:cmd_doctor", "health:doctor_args", True),
-    "hook": ("handle an agent's hook event (JSON on stdin): Claude Code's worktrees through vwt",
+    "hook": ("handle an agent's hook event (JSON on stdin): Claude Code's worktrees through "
+             "vwt; Claude Code's and Mistral Vibe's activity",
              "agents:cmd_hook", "agents:hook_args", False),
-    "install": ("register vwt's hooks in an agent's settings (Claude Code)",
+    "install": ("register vwt's hooks in an agent's settings (Claude Code, Mistral Vibe)",
                 "agents:cmd_install", "agents:install_args", True),
     "uninstall": ("take vwt's hooks out of an agent's settings again",
                   "agents:cmd_uninstall", "agents:install_args", True),
     "statusline": ("one line for Claude Code's statusLine (its status JSON on stdin): name, "
                    "branch, changes, ahead/behind, collisions",
                    "agents:cmd_statusline", "", False),
+    "activity": ("mark what the agent in this worktree is doing (working, waiting, idle), "
+                 "from any agent's hook; never fails the hook",
+                 "agents:cmd_activity", "agents:activity_args", False),
     "foreign": ("list the git worktrees other tools made (Claude Code, Codex, Cursor, git)",
                 "agents:cmd_foreign", "agents:foreign_args", True),
     "adopt": ("move worktrees other tools made under management, keeping every file",
@@ -331,8 +338,13 @@ EXAMPLES: dict[str | None, str] = {
     "hook": "echo '{\"hook_event_name\": \"WorktreeCreate\", \"cwd\": \"'$PWD'\", "
             "\"name\": \"feat/x\"}' | vwt hook claude-code",
     "install": ("vwt install claude-code\nvwt install claude-code --scope project --dry-run\n"
-                "claude --worktree feat/login   # now made, held and removed by vwt"),
-    "uninstall": "vwt uninstall claude-code\nvwt uninstall claude-code --scope local --json",
+                "claude --worktree feat/login   # now made, held and removed by vwt\n"
+                "vwt install vibe   # Mistral Vibe's activity, in ~/.vibe/hooks.toml"),
+    "uninstall": ("vwt uninstall claude-code\nvwt uninstall claude-code --scope local --json\n"
+                  "vwt uninstall vibe --scope project"),
+    "activity": ("vwt activity set working --agent codex   # in the agent's hook for a prompt\n"
+                 "vwt activity set idle --agent codex --session \"$SESSION\"   # turn over\n"
+                 "vwt activity clear"),
     "statusline": ('in ~/.claude/settings.json: "statusLine": {"type": "command", '
                    '"command": "vwt statusline"}'),
     "foreign": "vwt foreign\nvwt foreign --all --json",

@@ -20,6 +20,22 @@ class Host(NamedTuple):
     started: str  # the kernel's start time of the process ("" where it cannot be read)
 
 
+class Activity(NamedTuple):
+    """What an agent session is doing in a worktree, as a listing row shows it
+    (`sessions.activity` reads and writes it; kept here, light, for the hooks' start-up)."""
+
+    state: str
+    agent: str
+    session: str
+    since: str
+    host: Host
+    expires: str | None = None  # `vwt activity set`'s: reads as none from then on
+
+    def to_json(self) -> dict[str, str]:
+        return {"state": self.state, "agent": self.agent, "session": self.session,
+                "since": self.since}
+
+
 def read_stat(pid: int) -> tuple[str, list[str]] | None:
     """The name of process `pid` and the fields of /proc/PID/stat after it (Linux):
     [0] the state, [1] the parent pid, [2] the process group, [19] the start time;

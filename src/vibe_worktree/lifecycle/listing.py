@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from ..core.errors import VwtError
 from ..core.git import Git, left_right_counts, map_parallel
-from ..core.host import Host
+from ..core.host import Activity
 from ..core.layout import Claim, Root
 from ..core.locks import live_holders, registry_read_lock, running_hooks
 from . import setup_state
@@ -37,21 +37,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..core.integration import Integration, Tips
     from ..core.records import Record
-
-
-class Activity(NamedTuple):
-    """What an agent session is doing in a worktree, as a row shows it (`sessions.activity`
-    reads and writes it)."""
-
-    state: str
-    agent: str
-    session: str
-    since: str
-    host: Host
-
-    def to_json(self) -> dict[str, str]:
-        return {"state": self.state, "agent": self.agent, "session": self.session,
-                "since": self.since}
 
 
 class Listed(NamedTuple):

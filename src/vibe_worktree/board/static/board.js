@@ -46,20 +46,23 @@
   const isDirty = (row) =>
     !(row.changes === 0 && (row.ahead === 0 || row.safe_to_remove === true));
 
+  // `vwt activity set` may name no session: then the agent alone.
+  const who = (a) => (a.session ? `${a.agent} session ${a.session}` : a.agent);
+
   // An agent session's activity (working, waiting for you, idle), beside its holders.
   function activityView(row) {
     const a = row.activity;
     if (!a) return null;
     return el("span", {
       class: `activity badge activity-${a.state}`,
-      title: `${a.agent} session ${a.session}, ${a.state} since ${a.since}`,
+      title: `${who(a)}, ${a.state} since ${a.since}`,
       text: a.state === "waiting" ? "waiting for you" : a.state,
     });
   }
 
   function activityText(row) {
     const a = row.activity;
-    return a ? `${a.state} since ${a.since} (${a.agent} session ${a.session})` : "none";
+    return a ? `${a.state} since ${a.since} (${who(a)})` : "none";
   }
 
   // "held by 2 live sessions": what a person needs first; which ones comes after.
