@@ -399,7 +399,8 @@ def test_sigterm_during_the_gate_stops_it_and_leaves_the_queue_free(repo, vwt, l
     proc.send_signal(15)
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 143, err
-    assert "stopped by SIGTERM" in err
+    assert "stopped by SIGTERM; not landed: feat (feat may stay rebased onto main); " \
+           "vwt land feat lands them" in err
     gate = int(pid_file.read_text())
     deadline = time.monotonic() + 10
     while _runs(gate):

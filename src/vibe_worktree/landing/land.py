@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ..core import git as g
-from ..core.errors import DiskFull, HeldError, NotFound, VwtError
+from ..core.errors import DiskFull, HeldError, Interrupted, NotFound, VwtError
 from ..core.integration import Tips, check, read_tips
 from ..core.layout import Claim
 from ..core.locks import Holder, acquire_holder, new_holder_id, prune_lock
@@ -293,7 +293,13 @@ def _land_in_turn(job: _Job, place: Place, held: dict[str, Holder],
                 "(run without --no-wait to wait for it)")))
         return
     for name in list(held):
-        result = _land_one(job, held[name].claim)
+        try:
+            result = _land_one(job, held[name].claim)
+        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM: say what is left to land
+            names = " ".join(held)
+            raise Interrupted.of(exc, f"not landed: {', '.join(held)} ({name} may stay "
+                                      f"rebased onto {job.into}); vwt land {names} lands "
+                                      "them") from None
         _give_back(held.pop(name))
         place.keep_only(tuple(held))
         finished(result)
