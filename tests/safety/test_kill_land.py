@@ -104,7 +104,8 @@ def check_after_kill(repo: GitRepo, start: str, gated: Path, label: str) -> None
     pruned = repo.vwt("prune", "--json")
     assert pruned.returncode == 0, f"{label}: prune failed\n{pruned}"
     assert reservations(repo) == [], f"{label}: a reservation outlived prune"
-    assert git_locks(repo) == [], f"{label}: git's locks outlived prune\n{pruned}"
+    locks = git_locks(repo)
+    assert locks == [], f"{label}: git's locks outlived prune: {locks}\n{pruned}"
     doctor = repo.vwt("doctor", "--json")
     assert doctor.returncode == 0, f"{label}: doctor after prune\n{doctor}"
     problem = lost(repo)
