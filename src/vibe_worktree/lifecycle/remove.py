@@ -20,6 +20,7 @@ from ..core.files import copy_index
 from ..core.layout import Claim, Root, ensure_dir, rmdir_if_empty, unlink_if_exists
 from ..core.locks import REMOVING, Holder, acquire_holder, new_holder_id, prune_lock
 from ..core.records import Record, Recovery, utc_now, write_recovery
+from ..core.ref_locks import deleting_refs
 from .worktrees import (
     MISSING,
     ORPHANED,
@@ -404,7 +405,8 @@ def remove_all(doomed: Sequence[Doomed],
         drop_record_and_folders(item.target.claim)
     checkpoint("rm.record_dropped")
     for repo_git, ref, commit in stale:
-        g.delete_ref(repo_git, ref, commit)
+        with deleting_refs(repo_git.cwd, [ref]):
+            g.delete_ref(repo_git, ref, commit)
     for i, item in enumerate(doomed):
         claim = item.target.claim
         if not item.snapshot_ref and os.path.lexists(claim.recovery_path):
@@ -544,7 +546,8 @@ def _delete_branches(repo_git: g.Git, doomed: list[Doomed]) -> list[tuple[bool, 
             results.append((True, ""))
         else:
             results.append((False, f"branch {branch} has commits the worktree did not; kept"))
-    deleted = g.delete_branches(repo_git, safe)
+    with deleting_refs(repo_git.cwd, [f"refs/heads/{branch}" for branch in safe]):
+        deleted = g.delete_branches(repo_git, safe)
     final = []
     for item, (ok, note) in zip(doomed, results, strict=True):
         branch = item.target.record.branch
