@@ -68,3 +68,4 @@ def test_a_removal_leaves_no_note_behind(repo: GitRepo) -> None:
     repo.ok("merge", "feat")
     assert list(repo.common_dir.glob("vwt-deleting-*")) == []
     assert not repo.ref_exists("refs/heads/feat")
+
