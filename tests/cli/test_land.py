@@ -260,6 +260,7 @@ def test_a_land_from_inside_a_worktree_lands_it_despite_its_own_hold(repo, vwt, 
     run = vwt("run", "feat", "--", VWT_BIN, "land", "--json", cwd=path)
     assert run.code == 0, str(run)
     assert outcomes(json.loads(run.out)) == {"feat": "merged"}
+    assert "you were inside feat, which is now removed" in run.err
 
 
 def test_colliding_worktrees_land_after_the_others(repo, vwt, land):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .output import print_json, stop_on_signals
+from .output import print_json, say_left_behind, stop_on_signals
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,6 +48,8 @@ def cmd_land(wt: Worktrees, ns: argparse.Namespace) -> int:
     out = sys.stderr if ns.json else sys.stdout  # --json: stdout is the document's alone
     into = wt.merge_target(ns.into)
 
+    here = _where_we_stand()
+
     def done(result: LandResult) -> None:
         print(describe(result, into), file=out, flush=True)
 
@@ -63,7 +65,27 @@ def cmd_land(wt: Worktrees, ns: argparse.Namespace) -> int:
         print("\n".join(plan_lines(report)))
     else:
         print(summary(report))
+    for result in report.results:
+        if result.removed and here and _inside(here, wt.claim(result.name).checkout):
+            say_left_behind(wt, result.name)
     return report.exit_code
+
+
+def _where_we_stand() -> str | None:
+    """The current directory, read before a removal moves this process out of it."""
+    import os
+
+    try:
+        return os.path.realpath(os.getcwd())
+    except OSError:
+        return None
+
+
+def _inside(here: str, checkout: str) -> bool:
+    import os
+
+    checkout = os.path.realpath(checkout)
+    return here == checkout or here.startswith(checkout + os.sep)
 
 
 def describe(result: LandResult, into: str) -> str:
