@@ -430,3 +430,28 @@ def test_sigterm_while_waiting_leaves_the_queue(repo, vwt, land, sandbox):
     release.write_text("")
     assert first.wait(timeout=30) == 0
     assert vwt("doctor").code == 0
+
+
+def test_work_a_forge_merged_is_up_to_date_without_a_sync_or_gate(origin_repo, vwt, land,
+                                                                   sandbox):
+    from conftest import squash_merge_on_the_forge
+
+    path = with_work(origin_repo, vwt, "feat")
+    squash_merge_on_the_forge(origin_repo, "feat", path)
+    origin_repo.git("fetch", "-q", "origin")  # origin/main is ahead of main, with the work
+    before, head = main_tip(origin_repo), origin_repo.head(cwd=path)
+    ran = sandbox.tmp / "ran"
+    [result] = land.json("feat", "--gate", f"touch {ran}", code=0)["results"]
+    assert result["outcome"] == "up_to_date" and result["gate"] is None and not ran.exists()
+    assert main_tip(origin_repo) == before  # not landed a second time on the local main
+    assert result["removed"] is True and head
+
+
+def test_work_squashed_into_main_and_changed_there_since_is_up_to_date(repo, vwt, land):
+    path = with_work(repo, vwt, "feat", {"README.md": "# the worktree's title\n"})
+    repo.git("merge", "-q", "--squash", "feat")
+    repo.git("commit", "-q", "-m", "landed by hand")
+    repo.commit("and edited since", {"README.md": "# main's title\n"})
+    [result] = land.json("feat", "--gate", "true", code=0)["results"]
+    assert result["outcome"] == "up_to_date" and result["gate"] is None
+    assert not path.exists()

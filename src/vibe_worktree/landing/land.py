@@ -339,24 +339,21 @@ def _attempt(job: _Job, claim: Claim, result: LandResult) -> LandResult:
         return result._replace(outcome=KEPT_IN_USE, message=(
             f"{claim.name} is held by a live session ({', '.join(others)}); nothing landed"))
     tip = tips.commits[0]
-    refusal = _refusal(target, tips, result)
-    if refusal is not None:
-        if refusal.outcome == UP_TO_DATE:  # nothing to gate: merge says so and removes it
-            return _landed(job, claim, tip, refusal)
-        return refusal
+    if len(tips.commits) > 1:  # `<remote>/T` differs: its work may be in there, not in T
+        early = _refusal(target, tips, result)
+        if early is not None:
+            return _landed(job, claim, tip, early) if early.outcome == UP_TO_DATE else early
     settings, gate = _gate_for(job, target, tip)
     if gate is not None and not gate.approved:
         return result._replace(outcome=GATE_UNAPPROVED, message=(
             f"the [land] gate `{gate.command}` of {settings.file} is not approved; nothing "
             f"landed for {claim.name} (see vwt hooks, then vwt hooks approve gate)"))
     synced = _sync_onto(job, claim, tip)
-    if synced.outcome == _sync.CONFLICT and synced.conflicts:
-        return result._replace(outcome=CONFLICT, conflicts=synced.conflicts, message=(
-            f"{claim.name} conflicts with {job.into} in {_few(synced.conflicts)}; nothing "
-            f"changed; {_merge.resolve_hint(claim.name, job.request.into)}"))
-    if synced.outcome not in (_sync.SYNCED, _sync.UP_TO_DATE):
-        return result._replace(outcome=synced.outcome, conflicts=synced.conflicts,
-                               message=synced.message)
+    refused = _not_synced(job, target, tips, synced, result)
+    if refused is not None:
+        return _landed(job, claim, tip, refused) if refused.outcome == UP_TO_DATE else refused
+    if synced.head == tip:  # no commit of its own: nothing to gate, merge says up_to_date
+        return _landed(job, claim, tip, result)
     if gate is not None:
         run = _run_gate(job, claim, gate.command, settings, tip, result.attempts)
         result = result._replace(gate=run)
@@ -367,6 +364,34 @@ def _attempt(job: _Job, claim: Claim, result: LandResult) -> LandResult:
     return _landed(job, claim, tip, result)
 
 
+def _not_synced(job: _Job, target: Target, tips: Tips, synced: _sync.SyncResult,
+                result: LandResult) -> LandResult | None:
+    """Why the sync leaves nothing to gate: uncommitted work, a sync already stopped in
+    the worktree, or a conflict, unless the work is in T already (a squash of it there, say,
+    then changed again: `up_to_date`, for merge to finish). None when it synced."""
+    name = target.claim.name
+    if synced.outcome in (_sync.SYNCED, _sync.UP_TO_DATE):
+        return None
+    if synced.outcome == _sync.KEPT_DIRTY:
+        return result._replace(outcome=KEPT_DIRTY, message=(
+            f"{synced.message.partition('; nothing synced')[0]}; nothing landed (commit "
+            "them first)"))
+    if synced.outcome == _sync.CONFLICT_STOPPED:
+        return result._replace(outcome=KEPT_DIRTY, message=(
+            f"a sync of {name} is stopped at a conflict; nothing landed (finish it: vwt sync "
+            f"{name} --continue, or undo it: vwt sync {name} --abort)"))
+    if synced.outcome == _sync.CONFLICT and synced.head is not None:
+        assert target.checkout is not None
+        if check(housekeeping_git(target.checkout), synced.head, tips).integrated:
+            return result._replace(outcome=UP_TO_DATE)
+        if synced.conflicts:
+            return result._replace(outcome=CONFLICT, conflicts=synced.conflicts, message=(
+                f"{name} conflicts with {job.into} in {_few(synced.conflicts)}; nothing "
+                f"changed; {_merge.resolve_hint(name, job.request.into)}"))
+    return result._replace(outcome=synced.outcome, conflicts=synced.conflicts,
+                           message=synced.message)
+
+
 def _few(paths: Sequence[str], most: int = 3) -> str:
     shown = ", ".join(paths[:most])
     return shown if len(paths) <= most else f"{shown} and {len(paths) - most} more"
@@ -374,7 +399,8 @@ def _few(paths: Sequence[str], most: int = 3) -> str:
 
 def _refusal(target: Target, tips: Tips, result: LandResult) -> LandResult | None:
     """Why the worktree is not synced at all: its work is uncommitted (or a sync is stopped
-    in it), or it is already in T (`up_to_date`, for merge to finish)."""
+    in it), or it is already in T or `<remote>/T` (`up_to_date`, for merge to finish: work
+    a forge merged is not landed on T a second time, nor gated)."""
     inspection = inspect(target)
     name = target.claim.name
     if inspection.rebasing:
