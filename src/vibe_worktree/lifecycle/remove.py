@@ -546,8 +546,10 @@ def _delete_branches(repo_git: g.Git, doomed: list[Doomed]) -> list[tuple[bool, 
             results.append((True, ""))
         else:
             results.append((False, f"branch {branch} has commits the worktree did not; kept"))
-    with deleting_refs(repo_git.cwd, [f"refs/heads/{branch}" for branch in safe]):
-        deleted = g.delete_branches(repo_git, safe)
+    deleted: set[str] = set()
+    if safe:
+        with deleting_refs(repo_git.cwd, [f"refs/heads/{branch}" for branch in safe]):
+            deleted = g.delete_branches(repo_git, safe)
     final = []
     for item, (ok, note) in zip(doomed, results, strict=True):
         branch = item.target.record.branch
