@@ -57,7 +57,7 @@ def b14(cfg: Config, out: Outcome) -> list[Outcome]:
             name = f"b14-tool-{i}"
             result = sb.vwt(["new", name, "--no-fetch", "--json"], cwd=repo.path, sync=True)
             doc = json.loads(result.stdout)
-            if doc.get("pooled") is not True or doc["hooks"][0]["status"] != "ok":
+            if doc.get("pooled") is not True or doc["hooks"][0]["status"] != "pooled":
                 raise BenchError(f"vwt new did not take a ready pool entry: {result.stdout}")
             path = new_checkout(sb, replace(result, stdout=doc["path"] + "\n"), last)
             if not (path / "node_modules" / "installed").is_file() or \

@@ -121,18 +121,22 @@ class Worktrees:
         return new.restore(self.repo, name, self._output, hooks, ask)
 
     # -- hooks -----------------------------------------------------------------------------
-    def hooks(self) -> list[ListedHook]:
-        """The user's hooks and the project hooks of the checkout containing `cwd`."""
+    def hooks(self, *, warn: bool = True) -> list[ListedHook]:
+        """The user's hooks, the project hooks of the checkout containing `cwd`, and those
+        imported from the main checkout's setup file for another tool (`warn`: say on
+        stderr when that file is malformed)."""
         from .lifecycle.hooks import listing
 
-        return listing(self.root.home, self.repo.bucket, self.repo.info.toplevel)
+        return listing(self.root.home, self.repo.bucket, self.repo.info.toplevel,
+                       self.repo.info.repo_root, self.warn if warn else None)
 
     def approve_hooks(self, names: Sequence[str] = (), *, all_hooks: bool = False,
                       approve: bool = True) -> list[ListedHook]:
-        """Approve (or with `approve=False` revoke) project hooks by name, or all of them."""
-        from .lifecycle.hooks import PROJECT, change_approvals
+        """Approve (or with `approve=False` revoke) project hooks by name, or all of them
+        (those imported from another tool's setup file included)."""
+        from .lifecycle.hooks import USER, change_approvals
 
-        project = [row.hook for row in self.hooks() if row.hook.source == PROJECT]
+        project = [row.hook for row in self.hooks() if row.hook.source != USER]
         if not all_hooks:
             if not names:
                 raise VwtError("name the hooks, or pass --all", 2)
@@ -142,7 +146,7 @@ class Worktrees:
             project = [h for h in project if h.name in names]
         if project:
             change_approvals(self.root.home, self.repo.bucket, project, approve)
-        return self.hooks()
+        return self.hooks(warn=False)  # a malformed file was named once already
 
     @property
     def _output(self) -> _create.Output:
@@ -282,7 +286,7 @@ class Worktrees:
     def _pre_remove(self, ask: Ask | None) -> _remove.PreRemove:
         def run(target: _remove.Target) -> tuple[tuple[HookResult, ...], str | None]:
             record, claim = target.record, target.claim
-            if not _any_hooks_file(self.root.home, claim.checkout):
+            if not _any_hooks_file(self.root.home, claim.checkout, record.repo_root):
                 return (), None
             from .lifecycle import hooks as _hooks
 
@@ -318,7 +322,7 @@ class Worktrees:
         own = frozenset([*own_holders, *filter(None, [os.environ.get(HOLDER_ENV)])])
         run_hooks = None
         claim = self.claim(name)
-        if hooks and _any_hooks_file(self.root.home, claim.checkout):
+        if hooks and _any_hooks_file(self.root.home, claim.checkout, self.repo.info.repo_root):
             from .lifecycle.hooks import Runner, for_merge
 
             run_hooks = for_merge(Runner(self.root.home, self.warn, ask), claim.checkout)

@@ -141,7 +141,7 @@ def test_new_takes_a_ready_entry_and_runs_a_hook_again_only_when_its_inputs_chan
     created = vwt.new("one")
     assert created["pooled"] is True and created["base_commit"] == start
     assert created["hooks"] == [{"name": "deps", "type": "post_create", "source": "project",
-                                 "status": "ok", "exit_code": 0}]
+                                 "status": "pooled", "exit_code": 0}]
     checkout = Path(created["path"])
     assert runs_in(sandbox, checkout) == []  # package.json did not change: not run again
     wait_for_fillers(vwt, repo)
@@ -276,7 +276,7 @@ def test_the_mcp_create_tool_hands_out_a_ready_entry(
         assert json.loads(called["result"]["content"][0]["text"]) == document
         assert document["pooled"] is True and document["created"] is True
         assert document["hooks"] == [{"name": "deps", "type": "post_create",
-                                      "source": "project", "status": "ok", "exit_code": 0}]
+                                      "source": "project", "status": "pooled", "exit_code": 0}]
         assert_handed_out(vwt, repo, sandbox, entry, inode, Path(document["path"]),
                           "mcp-pooled")
 
@@ -408,9 +408,12 @@ def test_a_pooled_worktree_is_indistinguishable_from_one_made_the_slow_way(
     vwt.ok("pool", "drain")
     slow = vwt.new("slow", "--no-fetch")
     assert (pooled["pooled"], slow["pooled"]) == (True, False)
-    for key in ("base_commit", "branch_created", "created", "hooks", "sparse", "bucket",
-                "repo_root"):
+    for key in ("base_commit", "branch_created", "created", "sparse", "bucket", "repo_root"):
         assert pooled[key] == slow[key], key
+    # the same hooks, the pooled one's result being the pool's run (SPEC §15)
+    assert [h.pop("status") for h in pooled["hooks"]] == ["pooled"]
+    assert [h.pop("status") for h in slow["hooks"]] == ["ok"]
+    assert pooled["hooks"] == slow["hooks"]
 
     def comparable(record: dict) -> dict:
         return {k: v for k, v in record.items() if k not in ("name", "branch", "claimed_at")}

@@ -166,6 +166,36 @@ def _pool_prepare(repo: GitRepo) -> None:
     repo.ok("pool", "fill")
 
 
+# a hook that leaves what a venv leaves: a script naming the folder it was made in
+VENV_HOOK = ('[[hooks]]\nname = "venv"\ntype = "post_create"\ncommand = "mkdir -p .venv/bin '
+             '&& printf \'#!%s/.venv/bin/python\\\\n\' \\"$(pwd -P)\\" > .venv/bin/tool"\n')
+
+
+def _pool_relocated_prepare(repo: GitRepo) -> None:
+    """A pool entry whose hook wrote a script naming the entry's folder, and a
+    `.worktreeinclude` file changed in the main checkout since the fill: the take rewrites
+    one and copies the other again, on the full disk."""
+    (repo.path / ".git" / "info" / "exclude").write_text(".venv/\n.env\n.worktreeinclude\n")
+    (repo.path / ".worktreeinclude").write_text(".env\n")
+    (repo.path / ".env").write_text("SECRET=one\n")
+    repo.sb.vibe_home.mkdir(parents=True, exist_ok=True)
+    (repo.sb.vibe_home / "worktree.toml").write_text(f"[pool]\nsize = 1\n\n{VENV_HOOK}")
+    repo.ok("pool", "fill")
+    stamp = (repo.path / ".env").stat().st_mtime_ns + 2_000_000_000
+    (repo.path / ".env").write_text("SECRET=two\n")
+    os.utime(repo.path / ".env", ns=(stamp, stamp))
+
+
+def _pool_relocated_verify(repo: GitRepo) -> None:
+    """Whether it came from the pool (relocated) or, once a failed try gave its entry up, was
+    made the slow way (where the hook itself may have met the full disk: a failed setup,
+    left to `vwt new feat` again), the script never names the pool's folder."""
+    checkout = repo.checkout("feat")
+    script = (checkout / ".venv/bin/tool").read_text()
+    assert script in ("", f"#!{checkout}/.venv/bin/python\n"), script
+    assert (checkout / ".env").read_text() == "SECRET=two\n"
+
+
 def _nothing(repo: GitRepo) -> None:
     pass
 
@@ -192,6 +222,8 @@ COMMANDS: dict[str, Case] = {
     "sync": Case(("sync", "feat", "--json"), _sync_prepare, _sync_verify),
     "new --move": Case(("new", "moved", "--move", "--json"), _move_prepare, _move_verify),
     "new from the pool": Case(("new", "feat", "--json"), _pool_prepare, _new_verify),
+    "new from the pool, relocated": Case(("new", "feat", "--json"), _pool_relocated_prepare,
+                                         _pool_relocated_verify),
     "adopt": Case(("adopt", ".claude/worktrees/feat", "--json"), _adopt_prepare, _adopt_verify),
     "hooks approve": Case(("hooks", "approve", "more"), _approvals_prepare, _approvals_verify),
 }
@@ -253,7 +285,7 @@ def run_on_full_disk(disk: SmallDisk, case: Case, leave: int) -> Run:
 def test_command_on_a_full_disk_succeeds_or_says_so_and_loses_nothing(
         small_disk: SmallDisk, command: str, leave: int) -> None:
     first = run_on_full_disk(small_disk, COMMANDS[command], leave)
-    if command == "new from the pool" and first.returncode == 0:
+    if command.startswith("new from the pool") and first.returncode == 0:
         assert first.json()["pooled"] is True, "the case did not take a pool entry"
 
 

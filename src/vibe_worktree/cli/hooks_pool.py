@@ -37,11 +37,14 @@ def cmd_hooks(wt: Worktrees, ns: argparse.Namespace) -> int:
     if not rows:
         print("no hooks (add them to .vibe/worktree.toml or to the home's worktree.toml)",
               file=sys.stderr)
+    width = max([8, *(len(r.hook.source) for r in rows)])  # `conductor.json` and the like
     for r in rows:
         h = r.hook
         state = "approved" if r.approved else "NOT APPROVED"
         mode = ", background" if h.background else ""
-        print(f"{h.type:<12} {h.source:<8} {h.name:<20} {state}{mode}  {h.command}")
+        line = f"{h.type:<12} {h.source:<{width}} {h.name:<20} {state}{mode}  "
+        # a script of several lines is shown whole (it is what an approval approves)
+        print(line + h.command.strip("\n").replace("\n", "\n" + " " * len(line)))
     return EXIT_OK
 
 

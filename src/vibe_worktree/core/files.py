@@ -4,6 +4,7 @@ and copying an index so that git still sees which of its entries it cannot trust
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 
 def write_atomically(path: str, payload: bytes, mode: int = 0o600, durable: bool = True) -> None:
@@ -33,6 +34,23 @@ def write_atomically(path: str, payload: bytes, mode: int = 0o600, durable: bool
         raise
     if durable:
         fsync_folder(folder)
+
+
+def replace_in_folder(fd: int, name: str, write: Callable[[str], None]) -> None:
+    """Put a new `name` in the folder `fd` (an open descriptor) atomically: `write(temp)`
+    makes the temporary entry beside it, which is then renamed over `name` (and removed again
+    when anything fails). For a checkout's own files reached without following a symlink
+    (relocate.py): readers see the old entry or the new one; nothing is fsync-ed."""
+    temp = f".{name}.vwt-{os.urandom(6).hex()}.tmp"
+    try:
+        write(temp)
+        os.replace(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
+    except BaseException:
+        try:
+            os.unlink(temp, dir_fd=fd)
+        except FileNotFoundError:
+            pass
+        raise
 
 
 def fsync_folder(folder: str) -> None:

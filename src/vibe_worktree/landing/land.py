@@ -497,9 +497,10 @@ def _merge_if_unmoved(job: _Job, claim: Claim, gated: str) -> _merge.MergeResult
 
 
 def _merge_hooks(job: _Job, claim: Claim) -> _merge.RunHooks | None:
-    from ..lifecycle import hooks, settings
+    """merge's hooks, as `vwt merge` runs them (none when there is no hooks file)."""
+    from ..lifecycle import hooks
+    from ..lifecycle.setup_state import any_hooks_file
 
-    files = (settings.user_file(job.home), settings.project_file(claim.checkout))
-    if not any(os.path.exists(f) for f in files):
+    if not any_hooks_file(job.home, claim.checkout, job.repo.info.repo_root):
         return None
     return hooks.for_merge(hooks.Runner(job.home, job.out.warn), claim.checkout)

@@ -174,16 +174,17 @@ def _finish(
 def _with_setup(repo: Repo, claim: Claim, final: Record) -> Record:
     """The ready record keeps the reservation's "setup pending" only when post_create hooks
     may run for it: then a kill before they all succeeded never reads as a finished setup."""
-    if setup_state.pending(final) and not setup_state.hooks_due(repo.root.home, claim.checkout,
-                                                                final.sparse):
+    if setup_state.pending(final) and not setup_state.hooks_due(
+            repo.root.home, claim.checkout, final.sparse, repo.info.repo_root):
         return setup_state.unmarked(final)
     return final
 
 
 def _take_from_pool(repo: Repo, claim: Claim, record: Record, start: Start, out: Output
                     ) -> Taken | None:
-    """A ready entry moved into the reserved folder, switched to the new branch; None when
-    the pool has none that fits (one stat when there is no pool)."""
+    """A ready entry moved into the reserved folder, made to work at its path, switched to
+    the new branch; None when the pool has none that fits (one stat when there is no
+    pool)."""
     if not os.path.isdir(f"{repo.root.path}/.pool/{repo.bucket}"):
         return None
     from . import pool_take
@@ -194,8 +195,11 @@ def _take_from_pool(repo: Repo, claim: Claim, record: Record, start: Start, out:
         return None
     checkpoint("new.pool_taken")
     try:
+        pool_take.relocate_moved(taken, claim.checkout, out.warn)
         taken = pool_take.check_out(taken, claim.checkout, record.branch, start.commit,
                                start.create_branch)
+        taken = pool_take.copy_included_again(taken, repo.info.repo_root, claim.checkout,
+                                              repo.root.home, out.warn)
     except BaseException:
         pool_take.discard_placed(repo.root, repo.git, claim.checkout)
         raise

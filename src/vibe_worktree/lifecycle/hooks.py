@@ -1,9 +1,11 @@
-"""Lifecycle hooks: `.vibe/worktree.toml` (project) and `<home>/worktree.toml` (user).
+"""Lifecycle hooks: `.vibe/worktree.toml` (project) and `<home>/worktree.toml` (user), and
+those a repository's setup file for another tool gives (`setup_files.py`).
 
 A project hook comes with the code, so a branch or a pull request can add or change
 one: it runs only once its exact (type, name, command) was approved for this
-repository. User hooks are the user's own and need no approval. Only `new`,
-`restore`, `rm` and `merge` call in here; housekeeping never does.
+repository; so does a hook imported from another tool's file. User hooks are the user's
+own and need no approval. Only `new`, `restore`, `rm` and `merge` call in here;
+housekeeping never does.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ USER = "user"
 PROJECT = "project"
 DEFAULT_TIMEOUT = 300.0
 _ENTRY_KEYS = frozenset({"name", "type", "command", "timeout", "background", "description",
-                         "inputs"})
+                         "inputs", "relocate"})
 
 # statuses of a hook's result
 OK = "ok"
@@ -62,6 +64,7 @@ FAILED = "failed"
 TIMED_OUT = "timed_out"
 SKIPPED_UNAPPROVED = "skipped_unapproved"
 STARTED = "started"
+POOLED = "pooled"  # ran when the worktree's pool entry was made, not again
 
 Warn = Callable[[str], None]
 
@@ -82,6 +85,9 @@ class Hook(NamedTuple):
     # gitignore-style patterns: a worktree taken from the pool runs this post_create hook
     # again only when a changed path matches one (None: whenever the start point moved)
     inputs: tuple[str, ...] | None = None
+    # gitignore-style patterns: the files this post_create hook writes that name the
+    # checkout's path, rewritten after a pool entry moved (None: relocate.DEFAULT_PATTERNS)
+    relocate: tuple[str, ...] | None = None
 
     @property
     def setup_id(self) -> str:
@@ -181,8 +187,15 @@ def _entry(entry: object, number: int, path: str, source: str) -> Hook:
         raise bad("'inputs' must be a list of gitignore-style patterns")
     if inputs is not None and kind != POST_CREATE:
         raise bad("only post_create hooks have inputs")
+    relocate = entry.get("relocate")
+    if relocate is not None and (not isinstance(relocate, list)
+                                 or not all(isinstance(p, str) for p in relocate)):
+        raise bad("'relocate' must be a list of gitignore-style patterns")
+    if relocate is not None and kind != POST_CREATE:
+        raise bad("only post_create hooks have relocate")
     return Hook(name, kind, command, float(timeout), background, description, source, path,
-                None if inputs is None else tuple(inputs))
+                None if inputs is None else tuple(inputs),
+                None if relocate is None else tuple(relocate))
 
 
 def load_file(path: str, source: str) -> list[Hook]:
@@ -190,17 +203,36 @@ def load_file(path: str, source: str) -> list[Hook]:
     return [] if data is None else hooks_of(data, path, source)
 
 
-def load_all(home: str, checkout: str, sparse_commit: str | None = None) -> list[Hook]:
+def load_all(home: str, checkout: str, sparse_commit: str | None = None,
+             repo_root: str | None = None, warn: Warn | None = None) -> list[Hook]:
     """User hooks, then project hooks: the order they run in. `sparse_commit`: the
-    checkout is sparse (`.vibe/` is not in it), read the project's file from this commit."""
+    checkout is sparse (`.vibe/` is not in it), read the project's file from this commit.
+    `repo_root`: the main checkout, whose setup file for another tool gives the hooks of the
+    types the project's file leaves undefined (`warn`: told when that file is malformed)."""
     user = load_file(user_file(home), USER)
     if sparse_commit is None:
-        return user + load_file(project_file(checkout), PROJECT)
-    from ..core.git import Git, file_at
+        project = load_file(project_file(checkout), PROJECT)
+    else:
+        from ..core.git import Git, file_at
 
-    raw = file_at(Git(checkout), sparse_commit, PROJECT_FILE)
-    label = f"{PROJECT_FILE} (at {sparse_commit[:12]})"
-    return user + ([] if raw is None else hooks_of(parse_toml(raw, label), label, PROJECT))
+        raw = file_at(Git(checkout), sparse_commit, PROJECT_FILE)
+        label = f"{PROJECT_FILE} (at {sparse_commit[:12]})"
+        project = [] if raw is None else hooks_of(parse_toml(raw, label), label, PROJECT)
+    imported = [] if repo_root is None else _imported(repo_root, project, warn)
+    return user + project + imported
+
+
+def _imported(repo_root: str, project: list[Hook], warn: Warn | None) -> list[Hook]:
+    """The hooks of the main checkout's setup file for another tool, of the types `project`
+    defines none of (SPEC §19)."""
+    from .setup_files import imported_hooks
+
+    found = imported_hooks(repo_root, [t for t in (POST_CREATE, PRE_REMOVE)
+                                       if not any(h.type == t for h in project)])
+    if found.problem is not None and warn is not None:
+        warn(found.problem)
+    return [Hook(c.name, c.type, c.command, c.timeout, False, c.description, c.source, c.file)
+            for c in found.hooks]
 
 
 # -- approvals --------------------------------------------------------------------------------
@@ -217,11 +249,13 @@ def change_approvals(home: str, bucket: str, hooks: Sequence[Hook], approve: boo
                      approve)
 
 
-def listing(home: str, bucket: str, checkout: str) -> list[Listed]:
-    """Every hook of the user and of the checkout's project file, then the project's
-    `vwt land` gate: what `vwt hooks` shows and `vwt hooks approve` approves."""
+def listing(home: str, bucket: str, checkout: str, repo_root: str | None = None,
+            warn: Warn | None = None) -> list[Listed]:
+    """Every hook of the user and of the checkout's project file (or the setup file of
+    another tool it imports), then the project's `vwt land` gate: what `vwt hooks` shows
+    and `vwt hooks approve` approves."""
     keys = approved_keys(home, bucket)
-    found = load_all(home, checkout)
+    found = load_all(home, checkout, repo_root=repo_root, warn=warn)
     gate = gate_hook(land_settings(_read_bytes(project_file(checkout)), project_file(checkout)))
     return [Listed(h, is_approved(h, keys)) for h in [*found, *filter(None, [gate])]]
 
@@ -278,6 +312,11 @@ class Context(NamedTuple):
             env["VWT_INTO"] = self.into
         if self.pool:
             env["VWT_POOL"] = "1"
+        if hook.source not in (USER, PROJECT):  # imported: its tool's variables too
+            from .setup_files import tool_environment
+
+            env.update(tool_environment(hook.source, path=self.path, name=self.name,
+                                        repo_root=self.repo_root, port=env["VWT_PORT"]))
         return env
 
 
@@ -313,7 +352,7 @@ def run_hooks(runner: Runner, kind: str, hooks: Sequence[Hook], ctx: Context, cw
     reused = {h.name: r for h in wanted if reuse is not None and (r := reuse(h)) is not None}
     wanted_to_run = [h for h in wanted if h.name not in reused]
     keys = approved_keys(runner.home, ctx.bucket) \
-        if any(h.source == PROJECT for h in wanted_to_run) else set()
+        if any(h.source != USER for h in wanted_to_run) else set()
     results = []
     for hook in wanted:
         result = reused.get(hook.name) or _run_one(runner, hook, ctx, cwd, claim, keys)
@@ -328,7 +367,8 @@ def run_hooks(runner: Runner, kind: str, hooks: Sequence[Hook], ctx: Context, cw
 def _run_one(runner: Runner, hook: Hook, ctx: Context, cwd: str, claim: Claim | None,
              keys: set[str]) -> HookResult:
     if not is_approved(hook, keys) and not _approve_now(runner, ctx.bucket, hook):
-        runner.warn(f"project hook {hook.name} ({hook.type}) is not approved, so it did "
+        whose = "project hook" if hook.source == PROJECT else f"{hook.source} hook"
+        runner.warn(f"{whose} {hook.name} ({hook.type}) is not approved, so it did "
                     f"not run; see vwt hooks, then vwt hooks approve {hook.name}")
         return HookResult(hook.name, hook.type, hook.source, SKIPPED_UNAPPROVED)
     if hook.background:
@@ -562,11 +602,13 @@ def check_user_file(home: str) -> None:
     load_file(user_file(home), USER)
 
 
-def post_create_hooks(home: str, ctx: Context, sparse: bool = False) -> list[Hook]:
+def post_create_hooks(home: str, ctx: Context, sparse: bool = False,
+                      warn: Warn | None = None) -> list[Hook]:
     """The user's post_create hooks, then those of the new checkout's own
     `.vibe/worktree.toml` (a sparse one's: of its HEAD, the start point of a new one; a
-    restored one's base is older than that); HooksFileError."""
-    found = load_all(home, ctx.path, "HEAD" if sparse else None)
+    restored one's base is older than that), else of the main checkout's setup file for
+    another tool; HooksFileError."""
+    found = load_all(home, ctx.path, "HEAD" if sparse else None, ctx.repo_root, warn)
     return [h for h in found if h.type == POST_CREATE]
 
 
@@ -579,7 +621,7 @@ def warn_broken(runner: Runner, exc: HooksFileError) -> None:
 def before_remove(runner: Runner, ctx: Context) -> tuple[tuple[HookResult, ...], str | None]:
     """pre_remove: results, and why the removal must stop (a failure or a broken file)."""
     try:
-        found = load_all(runner.home, ctx.path)
+        found = load_all(runner.home, ctx.path, repo_root=ctx.repo_root, warn=runner.warn)
     except HooksFileError as exc:
         return (), f"{exc.message}; nothing removed"
     results = run_hooks(runner, PRE_REMOVE, found, ctx, ctx.path, stop_on_failure=True)
@@ -602,7 +644,8 @@ def for_merge(runner: Runner, checkout: str) -> Callable[..., tuple[tuple[HookRe
         nonlocal found
         if found is None:
             try:
-                found = load_all(runner.home, checkout)
+                found = load_all(runner.home, checkout, repo_root=target.record.repo_root,
+                                 warn=runner.warn)
             except HooksFileError as exc:
                 found = []
                 return (), f"{exc.message}; nothing merged"
@@ -652,7 +695,7 @@ def run_setup(runner: Runner, claim: Claim, ctx: Context, sparse: bool, reuse: R
             return []  # another `new` finished it meanwhile
         due = setup_state.pending_ids(record)
         try:
-            found = post_create_hooks(runner.home, ctx, sparse)
+            found = post_create_hooks(runner.home, ctx, sparse, runner.warn)
         except HooksFileError as exc:
             warn_broken(runner, exc)
             return []  # still due: once the file is fixed, `vwt new NAME` runs them
@@ -666,7 +709,7 @@ def run_setup(runner: Runner, claim: Claim, ctx: Context, sparse: bool, reuse: R
 
         def settled(hook: Hook, result: HookResult) -> None:
             # skipped unapproved: a decision (no terminal, or "no"), not a failure
-            if result.status in (OK, SKIPPED_UNAPPROVED):
+            if result.status in (OK, POOLED, SKIPPED_UNAPPROVED):
                 _noting(runner, claim, lambda: setup_state.settle(claim, [hook.setup_id]))
 
         return run_hooks(runner, POST_CREATE, wanted, ctx, ctx.path, claim,

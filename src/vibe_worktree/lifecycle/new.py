@@ -126,8 +126,8 @@ def _refill(root: Root, created: Created, warn: Warn) -> None:
     from .pool import folder
 
     has_pool = os.path.isdir(folder(root, created.bucket))
-    if not created.pooled and not (has_pool or setup_state.any_hooks_file(root.home,
-                                                                          created.repo_root)):
+    if not created.pooled and not (has_pool or setup_state.any_hooks_file(
+            root.home, created.repo_root, created.repo_root)):
         return
     from . import pool, pool_fill
 
@@ -163,7 +163,7 @@ def _post_create(root: Root, created: Created, warn: Warn, ask: Ask | None,
     """The post_create hooks of a new worktree, or those of a reused one that did not
     succeed (SPEC §9). Interrupted, it says what it leaves and how to finish it."""
     if not (created.sparse or created.setup_pending
-            or setup_state.any_hooks_file(root.home, created.path)):
+            or setup_state.any_hooks_file(root.home, created.path, created.repo_root)):
         return created
     try:
         return _run_post_create(root, created, warn, ask, host)

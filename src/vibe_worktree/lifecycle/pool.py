@@ -121,8 +121,11 @@ class Entry(NamedTuple):
     base: str
     sparse: tuple[str, ...]
     created_at: str
-    hooks: tuple[dict[str, object], ...]  # {name, type, source, status, exit_code, key}
+    hooks: tuple[dict[str, object], ...]  # {name, type, source, status, exit_code, key,
+    #                                         relocate}
     bytes: int | None = None  # what its folder took when it was made (an entry never changes)
+    # the fingerprints of its `.worktreeinclude` copies (include_again.py); None: not kept
+    include: dict[str, object] | None = None
 
     def marker(self) -> str:
         return f"{self.path}{READY}"
@@ -139,11 +142,12 @@ def _read_marker(path: str, entry_id: str) -> Entry | None:
             return None
         parse_timestamp(created)
         taken_up = data.get("bytes")
+        included = data.get("include")
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return Entry(entry_id, path[: -len(READY)], base, sparse, created, hooks,
                  taken_up if isinstance(taken_up, int) and not isinstance(taken_up, bool)
-                 else None)
+                 else None, included if isinstance(included, dict) else None)
 
 
 class Contents(NamedTuple):

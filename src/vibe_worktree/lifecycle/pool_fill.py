@@ -146,6 +146,7 @@ def _make_entry(root: Root, bucket: str, info: g.RepoInfo, start: str, ask: Ask 
     if sparse:
         populate(path, sparse)
     copy_included_files(info.repo_root, path, root.home, warn)
+    included = _fingerprint_copies(info.repo_root, path, root.home, warn)
     results: list[dict[str, object]] = []
     failure = _left_changed(path, None)
     if failure is None:
@@ -160,8 +161,23 @@ def _make_entry(root: Root, bucket: str, info: g.RepoInfo, start: str, ask: Ask 
     write_json_atomically(f"{path}{READY}", {
         "version": 1, "base": start, "sparse": list(sparse), "created_at": utc_now(),
         "repo_root": info.repo_root, "hooks": results, "bytes": tree_bytes(path),
+        "include": included,
     })
     return None
+
+
+def _fingerprint_copies(repo_root: str, path: str, home: str, warn: Warn
+                        ) -> dict[str, list[object]]:
+    """What the `.worktreeinclude` files were when copied (right after the copy, before any
+    hook ran), so that the take copies again only those that changed since (SPEC §15)."""
+    from .include_again import fingerprints, selected_files
+
+    try:
+        return fingerprints(path, selected_files(repo_root, home))
+    except VwtError as exc:
+        warn(f"the .worktreeinclude copies' fingerprints were not kept ({exc.message}); the "
+             "take compares them with the main checkout's files")
+        return {}
 
 
 def _run_hooks(home: str, bucket: str, entry_id: str, path: str, repo_root: str, base: str,
@@ -171,14 +187,16 @@ def _run_hooks(home: str, bucket: str, entry_id: str, path: str, repo_root: str,
     `VWT_POOL=1` and no name, branch or port yet. One at a time, the checkout looked at
     after each, so a failure names the hook and what it left changed; the first failure
     ends the entry."""
-    if not (os.path.exists(f"{home}/worktree.toml")
-            or os.path.exists(f"{path}/.vibe/worktree.toml") or sparse):
+    from .setup_state import any_hooks_file
+
+    if not (sparse or any_hooks_file(home, path, repo_root)):
         return [], None
     from . import hooks as h
+    from .relocate import DEFAULT_PATTERNS
     from .settings import HooksFileError
 
     try:
-        found = h.load_all(home, path, base if sparse else None)
+        found = h.load_all(home, path, base if sparse else None, repo_root, warn)
     except HooksFileError as exc:
         return [], exc.message
     found = [hook._replace(background=False) for hook in found if hook.type == h.POST_CREATE]
@@ -190,13 +208,14 @@ def _run_hooks(home: str, bucket: str, entry_id: str, path: str, repo_root: str,
         if result.status == h.SKIPPED_UNAPPROVED:
             done.append(dict(result.to_json(), key=hook.key))
             continue
+        relocate = list(DEFAULT_PATTERNS if hook.relocate is None else hook.relocate)
         how = None
         if result.failed:
             how = "timed out" if result.status == h.TIMED_OUT else f"exited {result.exit_code}"
         failure = _left_changed(path, hook.name, how)
         if failure is not None or how is not None:
             return [], failure or f"post_create hook {hook.name} {how}"
-        done.append(dict(result.to_json(), key=hook.key))
+        done.append(dict(result.to_json(), key=hook.key, relocate=relocate))
     return done, None
 
 

@@ -1,6 +1,7 @@
 """Handing out a warm pool entry to `vwt new`: the ready entry claimed, moved into the
-reserved folder and switched to the new branch, and which of its post_create hooks run again
-(`pool.py` keeps the entries; `pool_fill.py` makes them)."""
+reserved folder, made to work at its new path (`relocate.py`, `include_again.py`) and switched
+to the new branch, and which of its post_create hooks run again (`pool.py` keeps the entries;
+`pool_fill.py` makes them)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ class Taken(NamedTuple):
     base: str  # the commit the entry's hooks ran at
     hooks: tuple[dict[str, object], ...]
     changed: tuple[str, ...] = ()  # paths that differ between `base` and the start point
+    include: dict[str, object] | None = None  # the fill's fingerprints of its copies
+    path: str = ""  # where the entry was made (what its hooks wrote names this folder)
+    recopied: tuple[str, ...] = ()  # `.worktreeinclude` files copied again at the take
 
 
 def take(root: Root, bucket: str, sparse: tuple[str, ...], start: str, checkout: str,
@@ -46,8 +50,29 @@ def take(root: Root, bucket: str, sparse: tuple[str, ...], start: str, checkout:
             continue
         placed = _place(claimed, checkout, warn)
         if placed:
-            return Taken(entry.base, entry.hooks)
+            return Taken(entry.base, entry.hooks, include=entry.include, path=entry.path)
     return None
+
+
+def relocate_moved(taken: Taken, checkout: str, warn: Warn) -> None:
+    """What the entry's hooks wrote that names its old folder names `checkout` now (called
+    before the branch is checked out, so that a post-checkout hook finds a working venv).
+    OSError when the disk is full: the take is then undone."""
+    from .relocate import patterns_of, relocate
+
+    patterns = patterns_of(taken.hooks)
+    if patterns and taken.path:
+        relocate(checkout, taken.path, patterns, warn)
+
+
+def copy_included_again(taken: Taken, repo_root: str, checkout: str, home: str, warn: Warn
+                        ) -> Taken:
+    """The `.worktreeinclude` files that changed in the main checkout since the fill (a
+    `.env` edited since), copied again; the paths copied count as changed for `inputs`."""
+    from .include_again import copy_again
+
+    copied = copy_again(repo_root, checkout, home, taken.include, warn)
+    return taken._replace(recopied=tuple(copied)) if copied else taken
 
 
 def _place(claimed: Claimed, checkout: str, warn: Warn) -> bool:
@@ -139,11 +164,12 @@ def discard_placed(root: Root, repo_git: g.Git, checkout: str) -> None:
 
 # -- which hooks run again after a take --------------------------------------------------------
 def rerun_decider(taken: Taken, start: str) -> Callable[[Hook], HookResult | None]:
-    """For each post_create hook: None to run it (again), or the result it had in the pool.
-    A hook runs again when a path that changed between the entry's base and the start point
-    matches its `inputs`; without `inputs`, whenever the start point differs from the base;
-    and always when it did not run in the pool (new, changed, or unapproved there)."""
-    from .hooks import HookResult
+    """For each post_create hook: None to run it (again), or the result it had in the pool
+    (status `pooled`). A hook runs again when a path that changed between the entry's base
+    and the start point, or a `.worktreeinclude` file copied again, matches its `inputs`;
+    without `inputs`, whenever the start point differs from the base; and always when it did
+    not run in the pool (new, changed, or unapproved there)."""
+    from .hooks import POOLED, HookResult
 
     changed = taken.changed
     ran = {str(h.get("key")): h for h in taken.hooks if h.get("status") == "ok"}
@@ -154,8 +180,10 @@ def rerun_decider(taken: Taken, start: str) -> Callable[[Hook], HookResult | Non
             return None
         if taken.base != start and (hook.inputs is None or any_matches(hook.inputs, changed)):
             return None
+        if hook.inputs is not None and any_matches(hook.inputs, taken.recopied):
+            return None
         code = before.get("exit_code")
-        return HookResult(hook.name, hook.type, hook.source, "ok",
+        return HookResult(hook.name, hook.type, hook.source, POOLED,
                           code if isinstance(code, int) else 0)
     return decide
 

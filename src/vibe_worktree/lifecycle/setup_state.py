@@ -9,8 +9,9 @@ Vibe keeps keys it does not know, and a new file in the claim folder would stop 
 - `true`: the post_create hooks are due and none is known to have succeeded: written with
   the reservation and kept in the record that gets the base commit, so a kill at any moment
   after it still reads as unfinished (the creation drops it when there is no hooks file);
-- a list of `user:NAME` / `project:NAME`: the hooks that have not succeeded yet. A hook is
-  in it before it starts and taken out once it succeeded (a background hook by its keeper).
+- a list of `user:NAME` / `project:NAME` / `<file>:NAME` (imported from another tool's
+  file): the hooks that have not succeeded yet. A hook is in it before it starts and taken
+  out once it succeeded (a background hook by its keeper).
 
 `vwt new NAME` that reuses the worktree runs those hooks again, and only those.
 """
@@ -38,16 +39,21 @@ INCOMPLETE = "incomplete"
 HOLDER = ".setup"  # held by the `new` (or `restore`) running the post_create hooks
 
 
-def any_hooks_file(home: str, checkout: str) -> bool:
-    """Two stats, so that the hooks module (and TOML) loads only where hooks exist."""
+def any_hooks_file(home: str, checkout: str, repo_root: str | None = None) -> bool:
+    """A few stats, so that the hooks module (and TOML) loads only where hooks exist:
+    `repo_root`, the main checkout, may hold another tool's setup file."""
+    from .setup_files import present
+
     return (os.path.exists(f"{home}/worktree.toml")
-            or os.path.exists(f"{checkout}/.vibe/worktree.toml"))
+            or os.path.exists(f"{checkout}/.vibe/worktree.toml")
+            or (repo_root is not None and present(repo_root) is not None))
 
 
-def hooks_due(home: str, checkout: str, sparse: Collection[str]) -> bool:
+def hooks_due(home: str, checkout: str, sparse: Collection[str],
+              repo_root: str | None = None) -> bool:
     """post_create hooks may run for this new checkout (a sparse one's project hooks are
     read from its start point, so it may have some without a file in it)."""
-    return bool(sparse) or any_hooks_file(home, checkout)
+    return bool(sparse) or any_hooks_file(home, checkout, repo_root)
 
 
 # -- the record's key -------------------------------------------------------------------------
