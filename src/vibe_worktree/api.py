@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from .health.doctor import Report as DoctorReport
     from .health.orphans import Repaired
     from .landing.collisions import ConflictsResult
+    from .landing.land import LandReport, LandResult
     from .landing.merge import MergeResult
     from .landing.sync import SyncResult
     from .lifecycle import create as _create
@@ -344,6 +345,25 @@ class Worktrees:
             run_hooks = for_merge(Runner(self.root.home, self.warn, ask), claim.checkout)
         request = Request(name, into, mode, message, commit, keep, fetch, own, run_hooks)
         return _merge(claim, request, self.warn)
+
+    def land(self, names: Sequence[str] = (), *, ready: bool = False, into: str | None = None,
+             gate: str | None = None, mode: str = "squash", keep: bool = False,
+             wait: bool = True, dry_run: bool = False, hooks: bool = True,
+             own_holders: Sequence[str] = (), say: Warn | None = None,
+             done: Callable[[LandResult], None] | None = None) -> LandReport:
+        """Land worktrees through the local merge queue (SPEC §18): each in turn rebased onto
+        the target's tip, checked by `gate` (else the approved `[land] gate`), landed as
+        `merge` lands only while the target is still the commit it was gated on, then
+        removed unless `keep`. `names` default to the worktree containing `cwd`; `ready`:
+        every worktree with work to land. `wait` False: `busy` at once when another land has
+        the turn. `done` is told each result as soon as it is known; `say` (else this API's
+        warn) says whose turn a waiting land waits for. `own_holders` as for `remove`."""
+        from .landing import land as _land
+
+        request = _land.Request(tuple(names), ready, into, gate, keep, wait, dry_run, mode,
+                                frozenset(own_holders), hooks)
+        out = _land.Output(self.warn, say or self.warn, done or (lambda _result: None))
+        return _land.land(self.repo, request, out)
 
     def merge_target(self, into: str | None = None) -> str:
         """The short name of the branch `merge` would land NAME on (SPEC §8)."""

@@ -221,6 +221,8 @@ def test_every_tool_result_matches_its_schema(box: Box) -> None:
         assert (await checked(client, "foreign"))["worktrees"][0]["branch"] == "theirs"
         adopted = await checked(client, "adopt", paths=[str(box.tmp / "theirs")])
         assert adopted["adopted"][0]["name"] == "theirs"
+        planned = await checked(client, "land", names=["theirs"], dry_run=True)
+        assert [p["name"] for p in planned["order"]] == ["theirs"]
         assert (await checked(client, "prune", keep=0, dry_run=True,
                               max_size="1G"))["freed_bytes"] == 0
         assert (await checked(client, "pool"))["pools"][0]["ready"] == 0

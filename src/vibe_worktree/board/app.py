@@ -133,7 +133,8 @@ class Board:
         for row in rows:
             row["collisions"] = marks.get((str(row["bucket"]), str(row["name"])))
         return json.dumps({"home": wt.root.home, "can_merge": hasattr(wt, "merge"),
-                           "worktrees": rows}, ensure_ascii=True)
+                           "can_land": hasattr(wt, "land"), "worktrees": rows},
+                          ensure_ascii=True)
 
     def _collisions(self, wt: Worktrees, rows: list[dict[str, object]]
                     ) -> dict[tuple[str, str], dict[str, object]]:

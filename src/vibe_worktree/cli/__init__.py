@@ -1,10 +1,10 @@
 """`vwt`: a thin command line over the Python API; it only parses and renders.
 
 This module is the door: `main`, the dispatch, and the hot commands' parse without
-argparse. Each command group has a module of its own (`worktrees`, `landing`, `hooks_pool`,
-`health`, `agents`, `runtime`, `integrations`), named in `SUBCOMMANDS` and imported only
-when one of its commands runs; `output` is the one place for what is printed and asked,
-`render` draws the terminal tables.
+argparse. Each command group has a module of its own (`worktrees`, `landing`, `queue`,
+`hooks_pool`, `health`, `agents`, `runtime`, `integrations`), named in `SUBCOMMANDS` and
+imported only when one of its commands runs; `output` is the one place for what is printed
+and asked, `render` draws the terminal tables.
 
 argparse rather than click: click alone costs ~30 ms to import, the whole
 start-up budget of the spec's benchmarks (B2, B5). Imports happen inside the
@@ -273,6 +273,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str, bool]] = {
              "landing:cmd_sync", "landing:sync_args", True),
     "conflicts": ("where parallel sessions will conflict, before they do",
                   "landing:cmd_conflicts", "landing:conflicts_args", True),
+    "land": ("land worktrees one at a time, each rebased onto the target and checked by a gate",
+             "queue:cmd_land", "queue:land_args", True),
     "mcp": ("serve vwt as an MCP server on stdio",
             "integrations:cmd_mcp", "", False),
     "board": ("serve a local web page of every worktree and act on them (needs the board extra)",
@@ -324,6 +326,8 @@ EXAMPLES: dict[str | None, str] = {
     "restore": "vwt restore feature",
     "prune": "vwt prune --dry-run\nvwt prune --keep 5 --json\nvwt prune --merged",
     "merge": "vwt merge feature\nvwt merge feature --rebase --keep --into release --json",
+    "land": ("vwt land --gate 'pytest -q'   # an agent's last step, from inside its worktree\n"
+             "vwt land --ready --dry-run\nvwt land fix-login add-search --no-wait --json"),
     "sync": ("vwt sync feature\nvwt sync feature --onto release --json\n"
              "vwt sync feature --stop-on-conflict   # then fix the files, git add them\n"
              "vwt sync feature --continue   # or: vwt sync feature --abort"),

@@ -164,6 +164,18 @@ def _merge(session: Session, name: str, into: str | None, mode: str, message: st
     return _result(data, is_error=result.exit_code == 1)
 
 
+def _land(session: Session, names: list[str] | None, ready: bool, into: str | None,
+          gate: str | None, mode: str, keep: bool, wait: bool, dry_run: bool,
+          directory: str | None) -> Any:
+    wt = session.worktrees(directory)
+    report = wt.land(names or (), ready=ready, into=into, gate=gate, mode=mode, keep=keep,
+                     wait=wait, dry_run=dry_run, own_holders=[session.holder_id])
+    for result in report.results:
+        if result.removed:
+            session.let_go(wt, result.name)
+    return _result(report.to_json(), is_error=report.exit_code != 0)
+
+
 def _sync(session: Session, name: str, onto: str | None, fetch: bool, stop_on_conflict: bool,
           resume: str | None, directory: str | None) -> Any:
     wt = session.worktrees(directory)
@@ -234,6 +246,13 @@ def _tools(session: Session) -> list[tuple[str, Any]]:
         return _call(lambda: _merge(session, name, into, mode, message, commit, keep, fetch,
                                     directory))
 
+    def land(names: list[str] | None = None, ready: bool = False, into: str | None = None,
+             gate: str | None = None, mode: str = "squash", keep: bool = False,
+             no_wait: bool = False, dry_run: bool = False,
+             directory: str | None = None) -> Any:
+        return _call(lambda: _land(session, names, ready, into, gate, mode, keep,
+                                   not no_wait, dry_run, directory))
+
     def sync(name: str, onto: str | None = None, fetch: bool = True,
              stop_on_conflict: bool = False, resume: str | None = None,
              directory: str | None = None) -> Any:
@@ -265,8 +284,8 @@ def _tools(session: Session) -> list[tuple[str, Any]]:
 
     return [("create", create), ("list", list_worktrees), ("status", status),
             ("remove", remove), ("snapshot", snapshot), ("restore", restore), ("prune", prune),
-            ("merge", merge), ("sync", sync), ("conflicts", conflicts), ("foreign", foreign),
-            ("adopt", adopt), ("pool", pool), ("env", env)]
+            ("merge", merge), ("land", land), ("sync", sync), ("conflicts", conflicts),
+            ("foreign", foreign), ("adopt", adopt), ("pool", pool), ("env", env)]
 
 
 DESCRIPTIONS = {
@@ -341,6 +360,23 @@ DESCRIPTIONS = {
         "(paths in `conflicts`), not_fast_forward, target_moved, target_dirty; all but merged "
         "change nothing. Returns {name, outcome, into, mode, commit, conflicts, removed, "
         "branch_deleted, snapshot_ref, head, hooks, message}."
+    ),
+    "land": (
+        "Land finished worktrees through the local merge queue, one at a time: each is "
+        "rebased onto the target branch's tip (`into`, default main or the remote's default), "
+        "checked by `gate` (a shell command run in it; default: the repository's approved "
+        "[land] gate, if any) on exactly that state, and landed as `merge` lands it (`mode`) "
+        "only if the target is still that commit (else again, 3 attempts at most); then "
+        "removed unless `keep`. `names` default to the worktree containing `directory`; "
+        "`ready`: every worktree with commits to land, nothing uncommitted and no other live "
+        "holder. Another land of the same target waits its turn (or is `busy` at once with "
+        "`no_wait`). `dry_run`: the order and collision forecast only. Call it as your last "
+        "step, e.g. names [your worktree], gate \"pytest -q\". Returns {into, dry_run, order, "
+        "results: [{name, outcome, commit, attempts, gate: {command, exit, seconds, log, "
+        "timed_out} or null, conflicts, removed, message}]}; outcomes merged, up_to_date, "
+        "conflict, kept_dirty, kept_in_use, gate_failed (nothing landed, the branch stays "
+        "rebased; see the gate's log), gate_unapproved, target_moved, busy, not_found, "
+        "target_dirty, hook_failed, error."
     ),
     "sync": (
         "Rebase worktree NAME's own commits onto the target branch (`onto`; the fetched "

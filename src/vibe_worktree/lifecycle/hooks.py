@@ -25,7 +25,9 @@ from .settings import (
     PROJECT_FILE,
     Approval,
     HooksFileError,
+    LandSettings,
     approved_keys,
+    land_settings,
     parse_toml,
     project_file,
     read_toml,
@@ -250,12 +252,14 @@ def change_approvals(home: str, bucket: str, hooks: Sequence[Hook], approve: boo
 
 def listing(home: str, bucket: str, checkout: str, repo_root: str | None = None,
             warn: Warn | None = None) -> list[Listed]:
-    """The hooks of both files (and those imported from other tools' setup files), then the
-    project's `[env]` table, approved as a hook is."""
+    """Every hook of the user and of the checkout's project file (or the setup file of
+    another tool it imports), then the project's `[env]` table and its `vwt land` gate,
+    approved as a hook is: what `vwt hooks` shows and `vwt hooks approve` approves."""
     keys = approved_keys(home, bucket)
+    found = load_all(home, checkout, repo_root=repo_root, warn=warn)
+    gate = gate_hook(land_settings(_read_bytes(project_file(checkout)), project_file(checkout)))
     return [Listed(h, is_approved(h, keys))
-            for h in [*load_all(home, checkout, repo_root=repo_root, warn=warn),
-                      *env_entry(checkout)]]
+            for h in [*found, *env_entry(checkout), *filter(None, [gate])]]
 
 
 def env_entry(checkout: str) -> list[Hook]:
@@ -269,6 +273,31 @@ def env_entry(checkout: str) -> list[Hook]:
         return []
     return [Hook(ENV_NAME, ENV, table.text, description="the repository's [env] table "
                  "(docs/runtime.md)", source=PROJECT, file=table.where)]
+
+
+LAND_GATE = "land"  # the type of the `[land]` table's gate, as approvals and listings name it
+GATE_NAME = "gate"
+
+
+def gate_hook(settings: LandSettings) -> Hook | None:
+    """The `[land]` table's gate as an entry of the approvals store (kept by its exact
+    command, as a hook is: a changed command needs approval again, a changed timeout does
+    not); None when the table names no gate."""
+    if settings.gate is None:
+        return None
+    return Hook(GATE_NAME, LAND_GATE, settings.gate, settings.timeout,
+                description="the check vwt land runs on each worktree", source=PROJECT,
+                file=settings.file)
+
+
+def _read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise HooksFileError(f"{path}: cannot be read ({exc.strerror})") from None
 
 
 # -- running ----------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 `.vibe/worktree.toml` (the project's, committed with the code) and `<home>/worktree.toml`
 (the user's) hold the tables vwt reads: `[[hooks]]` (`hooks.py`), `[pool]` (`pool.py`),
-`[ports]` (`leasing.py`), `[env]` (`environment.py`), and room for more.
+`[ports]` (`leasing.py`), `[env]` (`environment.py`), `[land]` (below: `vwt land`'s gate), and
+room for more.
 `<home>/worktree-approvals.json` keeps, per repository, which project-defined commands the
 user approved: a project file comes with the code, so a branch may change it, and what it
 would run needs the user's yes first.
@@ -137,3 +138,44 @@ def change_approvals(home: str, bucket: str, approvals: Sequence[Approval], appr
             del data["buckets"][bucket]
         write_json_atomically(approvals_path(home), data)
         os.chmod(approvals_path(home), 0o600)
+
+
+# -- [land] ------------------------------------------------------------------------------------
+LAND_TABLE = "land"
+DEFAULT_GATE_TIMEOUT = 1800.0
+_LAND_KEYS = frozenset({"gate", "timeout"})
+
+
+class LandSettings(NamedTuple):
+    """The project's `[land]` table: the gate `vwt land` runs on each worktree (None: none),
+    and the seconds after which it is killed."""
+
+    gate: str | None = None
+    timeout: float = DEFAULT_GATE_TIMEOUT
+    file: str = ""  # where it was read, for messages
+
+
+def land_settings(raw: bytes | None, label: str) -> LandSettings:
+    """The `[land]` table of a `.vibe/worktree.toml` (`raw`, None when there is none);
+    HooksFileError when the file or the table is broken (none of it is then used)."""
+    if raw is None:
+        return LandSettings(file=label)
+    table = parse_toml(raw, label).get(LAND_TABLE)
+    if table is None:
+        return LandSettings(file=label)
+
+    def bad(problem: str) -> HooksFileError:
+        return HooksFileError(f"{label}: [land] {problem}; fix it (or pass --gate CMD)")
+
+    if not isinstance(table, dict):
+        raise bad("must be a table")
+    unknown = sorted(set(table) - _LAND_KEYS)
+    if unknown:
+        raise bad(f"has an unknown key {unknown[0]!r}")
+    gate = table.get("gate")
+    if gate is not None and (not isinstance(gate, str) or not gate.strip()):
+        raise bad("gate must be a non-empty string")
+    timeout = table.get("timeout", DEFAULT_GATE_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise bad("timeout must be a positive number of seconds")
+    return LandSettings(gate, float(timeout), label)
