@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from benchmarks import agents, collisions, landing, many, pool, processes, ready
+from benchmarks import agents, collisions, landing, many, pool, processes, queue, ready, runtime
 from benchmarks.cases import Config, b1, b2, b3, b4, b5, b6
 from benchmarks.measure import Outcome
 
@@ -35,6 +35,9 @@ BENCHMARKS: dict[str, Bench] = {
         Bench("B12", "list --no-status --json, 5000 records, vs --version", 8.0, many.b12),
         Bench("B13", "conflicts --json vs a raw forecast script", 0.7, collisions.b13),
         Bench("B14", "new from a warm pool vs worktree add + a 5 s hook", 0.05, pool.b14),
+        Bench("B15", "env NAME --json among 1,000 leased worktrees vs --version", 1.5,
+              runtime.b15),
+        Bench("B16", "land of 8 worktrees vs a rebase + gate + ff merge loop", 1.5, queue.b16),
         Bench("B17", "ps --all --json, 200 worktrees, 500 processes, vs a raw /proc walk", 4.0,
               processes.b17),
         Bench("B19", "activity set (an agent's hook line) vs --version", 4.0, agents.b19),

@@ -24,6 +24,7 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[1]
 FILES = ("README.md", "docs/landing.md", "docs/collisions.md", "docs/hooks.md")
+DURATION = re.compile(r"(?<!\S)\d+\.\d s\b")  # how long a gate took: varies from run to run
 MARKER = re.compile(r"<!-- sample: ([a-z0-9-]+) -->")
 SHOWN_HOME = "/home/me"
 SHOWN_BUCKET = "app-b9b08b944c7a"
@@ -97,7 +98,30 @@ def _project_hook(home: Path, env: dict[str, str]) -> None:
     _git(repo, env, "commit", "-q", "-m", "deps hook")
 
 
+def _finished_sessions(home: Path, env: dict[str, str]) -> None:
+    """`~/src/app` in the morning: three sessions committed their work overnight. fix-login's
+    passes `make test`; add-search's breaks it; new-theme retitled the README, which main has
+    retitled too since."""
+    _app(home, env)
+    repo = home / "src" / "app"
+    (repo / "Makefile").write_text("test:\n\t@test ! -e search.py || "
+                                   "{ echo 'FAIL test_search: no index'; false; }\n")
+    _git(repo, env, "commit", "-q", "-am", "tests")
+    work = {"fix-login": {"login.py": "def login(): ...\n"},
+            "add-search": {"search.py": "def search(): ...\n"},
+            "new-theme": {"README.md": "# app, in the new theme\n"}}
+    for name, files in work.items():
+        path = Path(_vwt(repo, env, "new", name))
+        for rel, text in files.items():
+            (path / rel).write_text(text)
+        _git(path, env, "add", "-A")
+        _git(path, env, "commit", "-q", "-m", f"{name}: done")
+    (repo / "README.md").write_text("# app, version 2\n")
+    _git(repo, env, "commit", "-q", "-am", "release 2")
+
+
 SETUPS: dict[str, Callable[[Path, dict[str, str]], None]] = {
+    "land": _finished_sessions,
     "tour": _app,
     "resolve": _app,
     "collisions": _sessions,
@@ -181,6 +205,7 @@ def normalised(text: str) -> list[str]:
     result = []
     for line in text.split("\n"):
         line = re.sub(r"(?<!\S)\d+[smhd](?!\S)", "AGE", line)
+        line = DURATION.sub("DURATION", line)
         result.append(" ".join(line.split()))
     return result
 

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from .health.doctor import Report as DoctorReport
     from .health.orphans import Repaired
     from .landing.collisions import ConflictsResult
+    from .landing.land import LandReport, LandResult
     from .landing.merge import MergeResult
     from .landing.sync import SyncResult
     from .lifecycle import create as _create
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
     from .lifecycle.pool import PoolStatus
     from .lifecycle.prune import PruneResult
     from .lifecycle.remove import Confirm, Removal, Snapshot
+    from .runtime.env import EnvDocument, PortDocument
     from .runtime.ps import PsReport
 
 Warn = Callable[[str], None]
@@ -250,11 +252,11 @@ class Worktrees:
         import subprocess
 
         with self.hold(name) as holder:
-            env = dict(os.environ)
-            env.update(VWT_NAME=name, VWT_PATH=holder.claim.checkout, **{HOLDER_ENV: holder.id})
-            from .core.ports import PORT_ENV, worktree_port
+            from .runtime.env import env_document
 
-            env[PORT_ENV] = str(worktree_port(self.root.home, holder.claim.bucket, name))
+            env = dict(os.environ)
+            env.update(env_document(holder.claim, self.warn).variables)  # as vwt env says
+            env[HOLDER_ENV] = holder.id
             env.update(extra_env or {})
             previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
             try:
@@ -273,6 +275,21 @@ class Worktrees:
             finally:
                 signal.signal(signal.SIGINT, previous)
         return 128 - code if code < 0 else code
+
+    def port(self, name: str) -> PortDocument:
+        """The ports of NAME's lease (SPEC §17); a name without a lease (a worktree Vibe
+        made, or none yet) gets its hash block, the one its lease would try first."""
+        from .core.names import validate_name
+        from .runtime.env import port_document
+
+        return port_document(self.claim(validate_name(name, as_branch=False)))
+
+    def env(self, name: str | None = None) -> EnvDocument:
+        """NAME's environment, as its hooks, `run` and `shell` get it (SPEC §17); without
+        NAME, of the managed worktree containing `cwd`."""
+        from .runtime.env import env_document, named
+
+        return env_document(named(self.root, self.cwd, name), self.warn)
 
     # -- clean up --------------------------------------------------------------------------
     def remove(self, name: str, *, confirm_dirty: bool | Confirm = False,
@@ -309,7 +326,8 @@ class Worktrees:
             from .lifecycle import hooks as _hooks
 
             ctx = _hooks.context(self.root.home, claim.bucket, claim.name, record.branch,
-                                 claim.checkout, record.repo_root, record.base_commit or "")
+                                 claim.checkout, record.repo_root, record.base_commit or "",
+                                 warn=self.warn, sparse=bool(record.sparse))
             return _hooks.before_remove(_hooks.Runner(self.root.home, self.warn, ask), ctx)
         return run
 
@@ -346,6 +364,25 @@ class Worktrees:
             run_hooks = for_merge(Runner(self.root.home, self.warn, ask), claim.checkout)
         request = Request(name, into, mode, message, commit, keep, fetch, own, run_hooks)
         return _merge(claim, request, self.warn)
+
+    def land(self, names: Sequence[str] = (), *, ready: bool = False, into: str | None = None,
+             gate: str | None = None, mode: str = "squash", keep: bool = False,
+             wait: bool = True, dry_run: bool = False, hooks: bool = True,
+             own_holders: Sequence[str] = (), say: Warn | None = None,
+             done: Callable[[LandResult], None] | None = None) -> LandReport:
+        """Land worktrees through the local merge queue (SPEC §18): each in turn rebased onto
+        the target's tip, checked by `gate` (else the approved `[land] gate`), landed as
+        `merge` lands only while the target is still the commit it was gated on, then
+        removed unless `keep`. `names` default to the worktree containing `cwd`; `ready`:
+        every worktree with work to land. `wait` False: `busy` at once when another land has
+        the turn. `done` is told each result as soon as it is known; `say` (else this API's
+        warn) says whose turn a waiting land waits for. `own_holders` as for `remove`."""
+        from .landing import land as _land
+
+        request = _land.Request(tuple(names), ready, into, gate, keep, wait, dry_run, mode,
+                                frozenset(own_holders), hooks)
+        out = _land.Output(self.warn, say or self.warn, done or (lambda _result: None))
+        return _land.land(self.repo, request, out)
 
     def merge_target(self, into: str | None = None) -> str:
         """The short name of the branch `merge` would land NAME on (SPEC §8)."""

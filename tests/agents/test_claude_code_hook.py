@@ -621,3 +621,15 @@ def test_a_slug_taken_on_another_branch_gets_the_next_free_name(vwt, repo):
     again = create(vwt, repo, "feat/04-config")
     assert again == repo.checkout("feat-04-config-3")
     assert vwt.ok("restore", "feat-04-config", "--json").json()["created"] is True
+
+
+# -- ports (SPEC §17) ----------------------------------------------------------------------------
+def test_worktree_create_leases_ports_and_worktree_remove_gives_them_back(vwt, repo, layout):
+    path = create(vwt, repo, "leased")
+    ports = repo.record("leased")["ports"]
+    table = layout.claims / ".ports.json"
+    assert json.loads(table.read_text()) == {f"{repo.bucket}/leased": ports[0]}
+    assert vwt.ok("port", "leased", cwd=repo.path).out == f"{ports[0]}\n"
+    result = hook(vwt, payload("WorktreeRemove", cwd=repo.path, worktree_path=path))
+    assert result.code == 0, str(result)
+    assert json.loads(table.read_text()) == {}

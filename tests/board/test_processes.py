@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from runtime.conftest import Procs, free_port, procs  # noqa: F401 - procs: a fixture
+from runtime.conftest import Procs, leased_port, procs  # noqa: F401 - procs: a fixture
 
 from .test_page import open_dialog, result_line, row
 
@@ -23,9 +23,7 @@ def test_ports_link_to_the_servers_inside_and_mark_a_mismatch(page, repo, vwt,
     web = Path(vwt.new("web")["path"])
     vwt.new("api")
     vwt.new("quiet")
-    web_port, api_port = free_port(), free_port()
-    repo.edit_record("web", ports=[web_port])
-    repo.edit_record("api", ports=[api_port])
+    web_port, api_port = leased_port(vwt, "web"), leased_port(vwt, "api")
     procs.server(web, web_port)
     outside = procs.server(repo.path, api_port)
     link = row(page, "web").locator("td.ports a.port")
@@ -38,7 +36,9 @@ def test_ports_link_to_the_servers_inside_and_mark_a_mismatch(page, repo, vwt,
         f"port {api_port} of api is served by pid {outside} in {repo.path}")
     expect(row(page, "api").locator("td.ports a")).to_have_count(0)  # not served from inside
     expect(row(page, "api").locator("td.ports span.port")).to_have_text(str(api_port))
-    expect(row(page, "quiet").locator("td.ports")).to_have_text("")
+    quiet = row(page, "quiet").locator("td.ports")
+    expect(quiet).to_have_text(str(leased_port(vwt, "quiet")))  # leased, nothing serves it
+    expect(quiet.locator("a, .badge")).to_have_count(0)
     expect(page.page.locator("#summary")).to_contain_text("1 with a port served from elsewhere")
     row(page, "web").locator("td.name a").click()
     facts = page.page.locator("#detail-facts")
@@ -48,7 +48,7 @@ def test_ports_link_to_the_servers_inside_and_mark_a_mismatch(page, repo, vwt,
 def test_a_server_stopped_disappears_without_a_reload(page, repo, vwt,
                                                       procs: Procs) -> None:  # noqa: F811
     web = Path(vwt.new("web")["path"])
-    port = free_port()
+    port = leased_port(vwt, "web")
     procs.server(web, port)
     link = row(page, "web").locator("td.ports a.port")
     expect(link).to_have_text(str(port), timeout=SHOWN_MS)
@@ -59,7 +59,7 @@ def test_a_server_stopped_disappears_without_a_reload(page, repo, vwt,
 def test_removing_a_worktree_a_server_runs_in_is_refused_naming_it(page, repo, vwt,
                                                                    procs: Procs) -> None:  # noqa: F811
     web = Path(vwt.new("web")["path"])
-    port = free_port()
+    port = leased_port(vwt, "web")
     pid = procs.server(web, port)
     expect(row(page, "web").locator("td.ports a.port")).to_have_count(1, timeout=SHOWN_MS)
     dialog = open_dialog(page, "web", "remove")

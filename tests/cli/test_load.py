@@ -13,7 +13,9 @@ a session wrote is in its checkout, on `main`, or in a snapshot that `vwt restor
 back, no call printed a traceback or exited with a status the spec does not allow, none took
 over 60 s, every worktree taken from a pool was whole (its hook's output there, its files
 clean, on its own branch), no pool entry is left half-made or changed, and `vwt doctor`
-says healthy.
+says healthy. Every worktree leases its ports (blocks of two in half of the repositories):
+sampled all along, no two live worktrees ever share a port, and at the end every lease
+belongs to a worktree that is there.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ POOLED_REPOSITORIES = REPOSITORIES // 2
 POOL_CONFIG = textwrap.dedent("""\
     [pool]
     size = 2
+
+    [ports]
+    count = 2
 
     [[hooks]]
     name = "deps"
@@ -218,6 +223,48 @@ def session(vwt: Vwt, calls: Calls, repo: Repo, k: int, action: str, sandbox: Sa
     return report
 
 
+def lease_blocks(sandbox: Sandbox) -> dict[str, list[int]]:
+    """Each lease of the table, with its block as its record says (one port when it does
+    not say), read as another process would: without the lock."""
+    claims = sandbox.vibe_home / "worktrees" / ".claims"
+    try:
+        table = json.loads((claims / ".ports.json").read_text())
+    except FileNotFoundError:
+        return {}
+    blocks = {}
+    for key, first in table.items():
+        try:
+            ports = json.loads((claims / key / "record.json").read_text()).get("ports")
+        except (OSError, ValueError):
+            ports = None
+        blocks[key] = ports if ports and ports[0] == first else [first]
+    return blocks
+
+
+def recorded_blocks(sandbox: Sandbox) -> dict[str, list[int]]:
+    """The `ports` of every record there is: the live worktrees' blocks."""
+    found = {}
+    for record in sandbox.vibe_home.glob("worktrees/.claims/*/*/record.json"):
+        try:
+            ports = json.loads(record.read_text()).get("ports")
+        except (OSError, ValueError):
+            continue
+        if ports:
+            found[f"{record.parent.parent.name}/{record.parent.name}"] = ports
+    return found
+
+
+def overlaps(blocks: dict[str, list[int]]) -> list[str]:
+    owner: dict[int, str] = {}
+    clashes = []
+    for key, ports in blocks.items():
+        for port in ports:
+            if port in owner:
+                clashes.append(f"port {port} of {key} and of {owner[port]}")
+            owner[port] = key
+    return clashes
+
+
 def files_of(name: str) -> dict[str, str]:
     return {f"work/{name}-committed.txt": f"committed by {name}\n",
             f"work/{name}-uncommitted.txt": f"uncommitted by {name}\n"}
@@ -279,14 +326,27 @@ def test_64_sessions_over_8_repositories_lose_nothing_while_prune_loops(
     rng.shuffle(order)
     print(f"\nload seed {seed} (VWT_LOAD_SEED={seed} replays it)")
     started = time.monotonic()
-    with ThreadPoolExecutor(SESSIONS + 1) as pool:
+    samples: list[int] = []
+
+    def lease_sampler() -> list[str]:
+        clashes: list[str] = []
+        while not stop.is_set():
+            clashes += overlaps(lease_blocks(sandbox)) + overlaps(recorded_blocks(sandbox))
+            samples.append(1)
+            time.sleep(0.02)
+        return clashes
+
+    with ThreadPoolExecutor(SESSIONS + 2) as pool:
         pruning = pool.submit(prune_loop)
+        sampling = pool.submit(lease_sampler)
         futures = [pool.submit(session, vwt, calls, repos[k % REPOSITORIES], k, actions[k],
                                sandbox)
                    for k in order]
         reports = [f.result() for f in futures]
         stop.set()
         prune_rounds = pruning.result()
+        clashes = sampling.result()
+    assert not clashes, f"two live worktrees shared a port: {clashes[:5]}"
     elapsed = time.monotonic() - started
 
     print(calls.latency_table())
@@ -320,6 +380,11 @@ def test_64_sessions_over_8_repositories_lose_nothing_while_prune_loops(
     assert not left, f"holds left behind: {left}"
     doctor = calls.run(vwt, "doctor", "--json", cwd=sandbox.tmp)
     assert json.loads(doctor.stdout) == {"healthy": True, "problems": []}, doctor.stdout
+    leased, recorded = lease_blocks(sandbox), recorded_blocks(sandbox)
+    assert set(leased) == set(recorded), ("a lease without its worktree, or a worktree "
+                                          f"without its lease: {set(leased) ^ set(recorded)}")
+    assert leased == recorded and not overlaps(leased)
+    assert any(len(ports) == 2 for ports in leased.values()), "no block of two was leased"
 
     for command, seconds, code, err in calls.seen:
         assert "Traceback" not in err, err
@@ -336,7 +401,8 @@ def test_64_sessions_over_8_repositories_lose_nothing_while_prune_loops(
           f"their checkout, "
           f"{places.count('restored')} restored from snapshots; {pooled} taken from pools; "
           f"{prune_rounds} prune "
-          f"rounds; {len(calls.seen)} calls; lost 0")
+          f"rounds; {len(calls.seen)} calls; lost 0; {len(samples)} samples of the leases, "
+          f"none shared a port; {len(leased)} leases left, each a worktree's")
 
 
 def wait_for_fillers(sandbox: Sandbox, timeout: float = 120) -> None:

@@ -138,3 +138,24 @@ def test_vibe_creation_interrupted_after_checkout_is_adopted_keeping_unknown_fie
     assert record["base_commit"] == repo.head(cwd=path)
     assert_extra_fields_survive(repo, "half-made")
     assert vwt.entry("half-made")["state"] == "ready"
+
+
+def vibe_walk(claims):
+    """How Vibe finds the claims of a home (`WorktreeClaim.all`): each folder of `.claims`
+    is a bucket, each entry of a bucket a claim."""
+    return sorted((bucket.name, entry.name) for bucket in claims.iterdir() if bucket.is_dir()
+                  for entry in bucket.iterdir())
+
+
+def test_vibe_never_takes_the_port_lease_files_for_a_bucket(repo, vwt, sandbox):
+    vwt.new("ours")
+    vibe_worktree(repo, "theirs")
+    vwt.ok("prune")  # leases Vibe's worktree too
+    claims = sandbox.vibe_home / "worktrees" / ".claims"
+    assert (claims / ".ports.json").is_file() and (claims / ".ports").is_file()
+    assert json.loads((claims / ".ports.json").read_text()).keys() == {
+        f"{repo.bucket}/ours", f"{repo.bucket}/theirs"}
+    assert vibe_walk(claims) == [(repo.bucket, "ours"), (repo.bucket, "theirs")]
+    assert_extra_fields_survive(repo, "theirs")
+    vwt.ok("rm", "theirs")
+    assert vibe_walk(claims) == [(repo.bucket, "ours")]

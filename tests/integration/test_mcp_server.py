@@ -208,6 +208,8 @@ def test_every_tool_result_matches_its_schema(box: Box) -> None:
         await checked(client, "status", name="tour")
         await checked(client, "snapshot", name="tour")
         await checked(client, "conflicts", name="tour")
+        env = await checked(client, "env", name="tour")
+        assert env["env"]["VWT_PORT"] == str(created["ports"][0])
         with open(f"{created['path']}/notes.txt", "w") as handle:
             handle.write("unsaved\n")
         assert (await checked(client, "remove", name="tour"))["message"]
@@ -220,6 +222,8 @@ def test_every_tool_result_matches_its_schema(box: Box) -> None:
         assert (await checked(client, "foreign"))["worktrees"][0]["branch"] == "theirs"
         adopted = await checked(client, "adopt", paths=[str(box.tmp / "theirs")])
         assert adopted["adopted"][0]["name"] == "theirs"
+        planned = await checked(client, "land", names=["theirs"], dry_run=True)
+        assert [p["name"] for p in planned["order"]] == ["theirs"]
         assert (await checked(client, "prune", keep=0, dry_run=True,
                               max_size="1G"))["freed_bytes"] == 0
         assert (await checked(client, "pool"))["pools"][0]["ready"] == 0
@@ -238,12 +242,7 @@ def test_ps_is_the_cli_document_and_check_is_an_error_on_a_mismatch(box: Box) ->
     import sys
 
     path = box.new("web")["path"]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    record = box.vibe_home / "worktrees" / ".claims" / box.ok(
-        "list", "--json").json()[0]["bucket"] / "web" / "record.json"
-    record.write_text(json.dumps({**json.loads(record.read_text()), "ports": [port]}))
+    port = box.ok("port", "web", "--json").json()["port"]
     server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind",
                                "127.0.0.1"], cwd=box.repo, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import Vwt
+
 IGNORES_TERM = ("import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
                 "print('ready', flush=True); time.sleep(120)")
 
@@ -74,6 +76,7 @@ class Procs:
         pid = self.start([sys.executable, "-m", "http.server", str(port), "--bind",
                           "127.0.0.1"], cwd)
         assert serving(port), f"http.server on {port} did not start"
+        assert self.children[-1].poll() is None, f"port {port} was taken by someone else"
         return pid
 
     def orphan(self, cwd: Path) -> int:
@@ -105,6 +108,11 @@ def procs() -> Iterator[Procs]:
     started = Procs()
     yield started
     started.cleanup()
+
+
+def leased_port(vwt: Vwt, name: str) -> int:
+    """The first port of NAME's lease, as `vwt port` says it."""
+    return int(vwt.ok("port", name, "--json").json()["port"])
 
 
 @pytest.fixture

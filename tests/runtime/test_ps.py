@@ -3,7 +3,6 @@ mismatch of a leased port served from another folder."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -14,14 +13,9 @@ from conftest import Repo, Sandbox, Vwt
 from vibe_worktree.core.layout import Root
 from vibe_worktree.runtime.ps import PsReport, report
 
-from .conftest import Procs, free_port
+from .conftest import Procs, free_port, leased_port
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc")
-
-
-def lease(repo: Repo, name: str, *ports: int) -> None:
-    """Give NAME a lease as the lease table does: the record's `ports` list."""
-    repo.edit_record(name, ports=list(ports))
 
 
 def ps(sandbox: Sandbox, repo: Repo, name: str | None = None) -> PsReport:
@@ -36,8 +30,7 @@ def worktree(found: PsReport, name: str) -> dict[str, Any]:
 def test_a_server_inside_its_worktree_on_its_lease_is_no_mismatch(
         sandbox: Sandbox, repo: Repo, vwt: Vwt, procs: Procs) -> None:
     path = Path(vwt.new("web")["path"])
-    port = free_port()
-    lease(repo, "web", port)
+    port = leased_port(vwt, "web")
     (path / "static").mkdir()
     pid = procs.server(path / "static", port)
     found = ps(sandbox, repo)
@@ -56,8 +49,7 @@ def test_a_server_inside_its_worktree_on_its_lease_is_no_mismatch(
 def test_a_lease_port_served_from_the_main_checkout_is_a_mismatch(
         sandbox: Sandbox, repo: Repo, vwt: Vwt, procs: Procs) -> None:
     vwt.new("web")
-    port = free_port()
-    lease(repo, "web", port)
+    port = leased_port(vwt, "web")
     pid = procs.server(repo.path, port)
     found = ps(sandbox, repo)
     item = worktree(found, "web")
@@ -75,9 +67,7 @@ def test_a_lease_port_served_from_another_worktree_is_a_mismatch_of_the_lease_ho
         sandbox: Sandbox, repo: Repo, vwt: Vwt, procs: Procs) -> None:
     vwt.new("web")
     other = Path(vwt.new("api")["path"])
-    web_port, api_port = free_port(), free_port()
-    lease(repo, "web", web_port)
-    lease(repo, "api", api_port)
+    web_port = leased_port(vwt, "web")
     pid = procs.server(other, web_port)  # api's session started its server on web's port
     found = ps(sandbox, repo)
     api = worktree(found, "api")
@@ -98,19 +88,8 @@ def test_every_process_inside_is_listed_with_what_it_listens_on(
     item = worktree(found, "web")
     assert {p["pid"]: p["listening"] for p in item["processes"]} == {
         sleeper: [], nested: [], server: [port]}
-    assert item["ports"] == [] and item["port_owners"] == []
+    assert item["ports"] == [leased_port(vwt, "web")] and item["port_owners"] == []
     assert found.worktrees[0].links == [f"http://127.0.0.1:{port}/"]
-
-
-def test_the_lease_table_gives_the_first_port_when_the_record_has_no_list(
-        sandbox: Sandbox, repo: Repo, vwt: Vwt, procs: Procs) -> None:
-    vwt.new("web")
-    port = free_port()
-    table = sandbox.vibe_home / "worktrees" / ".claims" / ".ports.json"
-    table.write_text(json.dumps({f"{repo.bucket}/web": port}))
-    pid = procs.server(repo.path, port)
-    [mismatch] = ps(sandbox, repo).mismatches
-    assert (mismatch.name, mismatch.port, mismatch.pid) == ("web", port, pid)
 
 
 def test_name_picks_one_worktree_and_snapshots_are_left_out(
@@ -136,9 +115,7 @@ def test_vwt_ps_prints_each_worktree_its_processes_and_the_mismatches(
         repo: Repo, vwt: Vwt, procs: Procs) -> None:
     path = Path(vwt.new("web")["path"])
     vwt.new("api")
-    web_port, api_port = free_port(), free_port()
-    lease(repo, "web", web_port)
-    lease(repo, "api", api_port)
+    web_port, api_port = leased_port(vwt, "web"), leased_port(vwt, "api")
     inside = procs.server(path, web_port)
     outside = procs.server(repo.path, api_port)
     result = vwt.ok("ps")
@@ -154,8 +131,7 @@ def test_vwt_ps_prints_each_worktree_its_processes_and_the_mismatches(
 def test_check_exits_1_on_a_mismatch_and_0_without(repo: Repo, vwt: Vwt, procs: Procs) -> None:
     path = Path(vwt.new("web")["path"])
     vwt.new("api")
-    port = free_port()
-    lease(repo, "web", port)
+    port = leased_port(vwt, "web")
     assert vwt("ps", "web", "--check").code == 0  # nothing listens: nothing to mistake
     server = procs.server(repo.path, port)
     refused = vwt("ps", "web", "--check", "--json")

@@ -136,6 +136,21 @@ def test_a_merge_that_removes_says_no_kept_reason(vwt: Vwt, repo: Repo) -> None:
     assert data["removed"] is True and data["kept_reason"] is None
 
 
+def test_land_lands_the_work_but_keeps_a_worktree_a_server_runs_in(
+        vwt: Vwt, repo: Repo, procs: Procs) -> None:
+    path = Path(vwt.new("feature")["path"])
+    repo.commit("the feature", {"feature.txt": "done\n"}, cwd=path)
+    pid = procs.server(path, free_port())
+    result = vwt("land", "feature", "--json")
+    assert result.code == 0, str(result)
+    [landed] = result.json()["results"]
+    assert landed["outcome"] == "merged" and landed["removed"] is False
+    assert f"pid {pid}" in landed["message"]
+    assert repo.git("show", "main:feature.txt").strip() == "done" and path.is_dir()
+    plain = vwt("land", "feature")  # nothing left to land; it stays while the server runs
+    assert plain.code == 0 and path.is_dir(), str(plain)
+
+
 # -- prune and retention --------------------------------------------------------------------
 def test_prune_and_retention_keep_a_worktree_processes_run_in(
         vwt: Vwt, repo: Repo, procs: Procs) -> None:

@@ -8,7 +8,8 @@ executable.  ``check_state`` is the consistency oracle used after every crash an
   and no record is still a bare reservation;
 * every linked worktree of the repository under the root has a record, nothing is left in
   ``.trash``, no holder file is left, no checkout folder without a record;
-* every branch the tool created is owned by a record or a recovery record.
+* every branch the tool created is owned by a record or a recovery record;
+* every port lease is a worktree's that is there, and no two leases share a port.
 """
 
 from __future__ import annotations
@@ -293,7 +294,28 @@ def check_state(repo: GitRepo, *, allow_recovery_with_record: bool = False) -> N
         orphans = repo.branches() - repo.initial_branches - owned_branches
         if orphans:
             problems.append(f"orphaned branches: {sorted(orphans)}")
+    problems += lease_problems(sb)
     assert not problems, "inconsistent state:\n  " + "\n  ".join(problems)
+
+
+def lease_problems(sb: Sandbox) -> list[str]:
+    """A lease of a worktree that is gone, or a port two leases share (SPEC §17)."""
+    table_file = sb.claims / ".ports.json"
+    if not table_file.exists():
+        return []
+    problems = []
+    owner: dict[int, str] = {}
+    for key, first in json.loads(table_file.read_text()).items():
+        record = sb.claims / key / "record.json"
+        if not record.exists():
+            problems.append(f"lease {key} ({first}) of a worktree that is gone")
+            continue
+        ports = json.loads(record.read_text()).get("ports") or [first]
+        for port in ports:
+            if port in owner:
+                problems.append(f"port {port} leased to {key} and to {owner[port]}")
+            owner[port] = key
+    return problems
 
 
 HOLDER_SCRIPT = r"""

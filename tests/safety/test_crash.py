@@ -17,11 +17,12 @@ from .conftest import GitRepo, check_state
 
 pytestmark = pytest.mark.timeout(120)
 
-NEW_STEPS = ["new.reserved", "new.added", "new.recorded"]
+NEW_STEPS = ["new.reserved", "new.leased", "new.added", "new.recorded"]
 RM_STEPS = ["rm.inspected", "rm.recovery_written", "rm.trashed", "rm.unregistered",
             "rm.branch_deleted", "rm.record_dropped"]
 PRUNE_STEPS = ["prune.snapshotted", *RM_STEPS[1:]]
-RESTORE_STEPS = ["restore.reserved", "restore.added", "restore.populated", "restore.recorded"]
+RESTORE_STEPS = ["restore.reserved", "restore.leased", "restore.added", "restore.populated",
+                 "restore.recorded"]
 
 DIRTY = {
     "README.md": "# demo\nedited by the user\n",  # tracked, modified, unstaged

@@ -33,6 +33,7 @@ READERS = {
     "path": ("path", "keep"),
     "hooks": ("hooks", "--json"),
     "port": ("port", "keep", "--json"),
+    "env": ("env", "keep", "--json"),
 }
 
 

@@ -147,6 +147,27 @@ def merge(home: str, body: dict[str, Any], warn: Callable[[str], None]) -> Outco
     return Outcome(REFUSED, f"{name}: {message}", data)
 
 
+def land(home: str, body: dict[str, Any], warn: Callable[[str], None]) -> Outcome:
+    """`vwt land NAME` from the page: it waits its turn in the queue like any other land,
+    and runs the repository's approved `[land]` gate (the page takes no command of its own:
+    the board never runs what a request names)."""
+    wt, name = _for_entry(home, body, warn)
+    landing = getattr(wt, "land", None)
+    if landing is None:
+        return Outcome(ERROR, "this version of vwt cannot land yet")
+    report = landing([name], keep=_flag(body, "keep"))
+    data: dict[str, object] = report.to_json()
+    [result] = report.results
+    if result.outcome == "merged":
+        gate = f", checked by `{result.gate.command}`" if result.gate else ""
+        return Outcome(DONE, f"landed {name} on {report.into} ({(result.commit or '')[:12]})"
+                             f"{gate}", data)
+    if result.outcome == "up_to_date":
+        return Outcome(DONE, f"{name} was already in {report.into}; nothing to land", data)
+    kind = ERROR if result.outcome in ("error", "not_found") else REFUSED
+    return Outcome(kind, f"{name}: {result.outcome}: {result.message}", data)
+
+
 _MERGE_REFUSALS = {
     "kept_in_use": "held by a live session; nothing changed",
     "kept_dirty": "has uncommitted changes; tick “commit them first” or commit them yourself",
@@ -158,4 +179,5 @@ _MERGE_REFUSALS = {
 
 ACTIONS: dict[str, Callable[[str, dict[str, Any], Callable[[str], None]], Outcome]] = {
     "snapshot": snapshot, "remove": remove, "restore": restore, "prune": prune, "merge": merge,
+    "land": land,
 }

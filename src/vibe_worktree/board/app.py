@@ -135,7 +135,8 @@ class Board:
             row["collisions"] = marks.get((str(row["bucket"]), str(row["name"])))
             row["running"] = inside.get((str(row["bucket"]), str(row["name"])))
         return json.dumps({"home": wt.root.home, "can_merge": hasattr(wt, "merge"),
-                           "worktrees": rows}, ensure_ascii=True)
+                           "can_land": hasattr(wt, "land"), "worktrees": rows},
+                          ensure_ascii=True)
 
     @staticmethod
     def _running(wt: Worktrees) -> dict[tuple[str, str], dict[str, object]]:

@@ -1,10 +1,10 @@
 """`vwt`: a thin command line over the Python API; it only parses and renders.
 
 This module is the door: `main`, the dispatch, and the hot commands' parse without
-argparse. Each command group has a module of its own (`worktrees`, `landing`, `hooks_pool`,
-`health`, `agents`, `runtime`, `integrations`), named in `SUBCOMMANDS` and imported only
-when one of its commands runs; `output` is the one place for what is printed and asked,
-`render` draws the terminal tables.
+argparse. Each command group has a module of its own (`worktrees`, `landing`, `queue`,
+`hooks_pool`, `health`, `agents`, `runtime`, `integrations`), named in `SUBCOMMANDS` and
+imported only when one of its commands runs; `output` is the one place for what is printed
+and asked, `render` draws the terminal tables.
 
 argparse rather than click: click alone costs ~30 ms to import, the whole
 start-up budget of the spec's benchmarks (B2, B5). Imports happen inside the
@@ -139,10 +139,11 @@ _HOT: dict[str, tuple[dict[str, str], dict[str, str], tuple[str, ...]]] = {
     ),
     "hook": ({}, {}, ("agent",)),  # every Claude Code event starts a process: keep it quick
     "statusline": ({}, {}, ()),
+    "env": ({"--json": "json"}, {"--shell": "shell"}, ("name",)),  # shells ask it often
     "activity": ({}, {"--agent": "agent", "--session": "session"}, ("action", "state")),
 }
 # Called with no Worktrees (they build what they need): one process per event or line.
-_LIGHT = frozenset({"hook", "statusline", "activity"})
+_LIGHT = frozenset({"hook", "statusline", "activity", "env"})
 _GLOBAL_OPTIONS = {"--home": "home", "-C": "directory"}
 # What argparse sets that the fast path never parses (`--sparse` repeats: argparse's).
 _HOT_DEFAULTS: dict[str, dict[str, Any]] = {"new": {"sparse": None, "pr": None}}
@@ -246,8 +247,10 @@ SUBCOMMANDS: dict[str, tuple[str, str, str, bool]] = {
              "worktrees:cmd_path", "worktrees:name_arg", False),
     "cd": ("print a worktree's path; with vwt shell-init, change to it",
            "worktrees:cmd_cd", "worktrees:name_arg", False),
-    "port": ("print the worktree's stable port (exported as VWT_PORT by run and shell)",
-             "runtime:cmd_port", "worktrees:name_arg", True),
+    "port": ("print the first port of the worktree's lease (VWT_PORT and PORT in its "
+             "environment)", "runtime:cmd_port", "worktrees:name_arg", True),
+    "env": ("print a worktree's environment: VWT_*, PORT, COMPOSE_PROJECT_NAME, its [env] "
+            "table; --shell for lines to eval", "runtime:cmd_env", "runtime:env_args", True),
     "ps": ("the processes running inside each worktree, the ports they listen on, and who "
            "serves each leased port",
            "runtime:cmd_ps", "runtime:ps_args", True),
@@ -273,6 +276,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str, bool]] = {
              "landing:cmd_sync", "landing:sync_args", True),
     "conflicts": ("where parallel sessions will conflict, before they do",
                   "landing:cmd_conflicts", "landing:conflicts_args", True),
+    "land": ("land worktrees one at a time, each rebased onto the target and checked by a gate",
+             "queue:cmd_land", "queue:land_args", True),
     "mcp": ("serve vwt as an MCP server on stdio",
             "integrations:cmd_mcp", "", False),
     "board": ("serve a local web page of every worktree and act on them (needs the board extra)",
@@ -314,6 +319,8 @@ EXAMPLES: dict[str | None, str] = {
     "path": "ls \"$(vwt path feature)\"",
     "cd": "vwt cd feature",
     "port": "vwt port web --json",
+    "env": ('vwt env web --json\neval "$(vwt env --shell sh)"   # inside the worktree\n'
+            "vwt env web --shell fish | source"),
     "ps": ("vwt ps\nvwt ps web --check   # before testing the server on web's port\n"
            "vwt ps --all --json"),
     "status": "vwt status feature --json",
@@ -325,6 +332,8 @@ EXAMPLES: dict[str | None, str] = {
     "restore": "vwt restore feature",
     "prune": "vwt prune --dry-run\nvwt prune --keep 5 --json\nvwt prune --merged",
     "merge": "vwt merge feature\nvwt merge feature --rebase --keep --into release --json",
+    "land": ("vwt land --gate 'pytest -q'   # an agent's last step, from inside its worktree\n"
+             "vwt land --ready --dry-run\nvwt land fix-login add-search --no-wait --json"),
     "sync": ("vwt sync feature\nvwt sync feature --onto release --json\n"
              "vwt sync feature --stop-on-conflict   # then fix the files, git add them\n"
              "vwt sync feature --continue   # or: vwt sync feature --abort"),

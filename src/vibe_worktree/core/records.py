@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 VERSION = 1
 MAX_RECORD_BYTES = 1 << 20
+MAX_PORTS = 100  # the largest block of ports a worktree may lease (SPEC §17)
 _CHUNK = 1 << 14
 _HEX_DIGITS = "0123456789abcdef"
 
@@ -121,6 +122,15 @@ class Record(NamedTuple):
         """The folders of a sparse checkout (our own optional key; empty: a full one)."""
         return _strings(self.extra.get("sparse"))
 
+    @property
+    def ports(self) -> tuple[int, ...] | None:
+        """The block of ports leased to it (our own optional key; SPEC §17), None when the
+        record names none (a worktree Vibe made, or one made before leases)."""
+        return port_block(self.extra.get("ports"))
+
+    def with_ports(self, ports: tuple[int, ...]) -> Record:
+        return self._replace(extra={**self.extra, "ports": list(ports)})
+
     def claimed_epoch(self) -> float:
         return parse_timestamp(self.claimed_at)
 
@@ -165,6 +175,11 @@ class Recovery(NamedTuple):
         """The sparse folders of the removed worktree, so restore recreates the same set."""
         return _strings(self.extra.get("sparse"))
 
+    @property
+    def ports(self) -> tuple[int, ...] | None:
+        """The ports the removed worktree had leased, which restore asks for again."""
+        return port_block(self.extra.get("ports"))
+
     def to_json(self) -> dict[str, Any]:
         data = dict(self.extra)
         data.update(
@@ -177,6 +192,18 @@ class Recovery(NamedTuple):
             removed_at=self.removed_at,
         )
         return data
+
+
+def port_block(value: object) -> tuple[int, ...] | None:
+    """`value` as a block of consecutive TCP ports (a list of 1 to MAX_PORTS whole numbers,
+    each one more than the one before), else None."""
+    if not isinstance(value, list) or not 1 <= len(value) <= MAX_PORTS:
+        return None
+    first = value[0]
+    if isinstance(first, bool) or not isinstance(first, int) or first < 1 \
+            or first + len(value) - 1 > 65535 or value != list(range(first, first + len(value))):
+        return None
+    return tuple(value)
 
 
 def _strings(value: object) -> tuple[str, ...]:

@@ -16,8 +16,10 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
+from .files import pid_alive, write_atomically
 from .layout import unlink_if_exists
 
 _MAX = 4096  # a ref lock holds one line: an object name or `ref: <name>`
@@ -142,3 +144,62 @@ def _content(path: str) -> str:
 
 def _is_object_name(text: str) -> bool:
     return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
+
+
+# -- deleting refs ------------------------------------------------------------------------------
+# git deletes a ref under two locks, the ref's own (`<ref>.lock`) and `packed-refs.lock` (the
+# ref might be packed too). Killed in between, it leaves them, and every later deletion of a
+# ref in the repository then fails on `packed-refs.lock`. So before vwt runs such a git, it
+# notes in the common git dir which refs it deletes, under its pid; the next prune removes
+# the locks a note of a dead vwt names when they hold nothing, which is what git leaves there
+# while it deletes a ref that is not packed. A lock with anything in it stays.
+DELETING = "vwt-deleting-"
+
+
+@contextmanager
+def deleting_refs(common_dir: str, refs: Sequence[str]) -> Iterator[None]:
+    """Note, for as long as the block runs, that this process deletes `refs`."""
+    note: str | None = f"{common_dir}/{DELETING}{os.getpid()}-{os.urandom(6).hex()}"
+    try:
+        write_atomically(note or "", "".join(f"{ref}\n" for ref in refs).encode(),
+                         durable=False)
+    except OSError:  # a repository this process cannot write: its git fails all the same
+        note = None
+    try:
+        yield
+    finally:
+        if note:
+            unlink_if_exists(note)
+
+
+def release_dead_deletion_locks(common_dir: str) -> list[str]:
+    """Remove the empty ref locks and `packed-refs.lock` a dead vwt's git left while
+    deleting refs (see `deleting_refs`), then its note. Returns the locks removed."""
+    try:
+        names = [n for n in os.listdir(common_dir) if n.startswith(DELETING)]
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        pid = name[len(DELETING):].split("-", 1)[0]
+        if not pid.isdigit() or pid_alive(int(pid)):
+            continue
+        note = os.path.join(common_dir, name)
+        refs = _content_lines(note)
+        locks = [f"{os.path.join(common_dir, *ref.split('/'))}.lock" for ref in refs
+                 if ref.startswith("refs/") and all(p not in ("", ".", "..")
+                                                   for p in ref.split("/"))]
+        for lock in [*locks, os.path.join(common_dir, "packed-refs.lock")]:
+            if _holds_one_of(lock, {""}):
+                unlink_if_exists(lock)
+                removed.append(lock)
+        unlink_if_exists(note)
+    return removed
+
+
+def _content_lines(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return [line.strip() for line in handle.read(1 << 16).splitlines() if line.strip()]
+    except OSError:
+        return []

@@ -17,6 +17,7 @@ import stat
 from typing import NamedTuple
 
 from ..core import git as g
+from ..core import leases
 from ..core.errors import DiskFull, HeldError, NotARepository, VwtError, disk_is_full
 from ..core.faults import checkpoint
 from ..core.layout import Claim, Root, bucket_name, ensure_dir, rmdir_if_empty, unlink_if_exists
@@ -86,6 +87,7 @@ def _archive_one(claim: Claim) -> Repaired:
             delete_trash(move_to_trash(claim))
         unlink_if_exists(claim.recovery_path)
         unlink_if_exists(claim.record_path)
+        leases.release(claim.root, claim.bucket, claim.name)
     finally:
         removing.release()
         tidy_claim_folders(claim)
@@ -242,6 +244,7 @@ def _move_claim(old: Claim, new: Claim) -> Repaired:
         ensure_dir(os.path.dirname(new.folder), new.root.path)
         os.rename(old.folder, new.folder)
         checkpoint("relocate.claim_moved")
+        leases.move(old.root, old.bucket, old.name, new.bucket)  # its ports go with it
     return Repaired(old.bucket, old.name, MOVED, new.checkout, f"now in bucket {new.bucket}")
 
 

@@ -166,6 +166,18 @@ def _merge(session: Session, name: str, into: str | None, mode: str, message: st
     return _result(data, is_error=result.exit_code == 1)
 
 
+def _land(session: Session, names: list[str] | None, ready: bool, into: str | None,
+          gate: str | None, mode: str, keep: bool, wait: bool, dry_run: bool,
+          directory: str | None) -> Any:
+    wt = session.worktrees(directory)
+    report = wt.land(names or (), ready=ready, into=into, gate=gate, mode=mode, keep=keep,
+                     wait=wait, dry_run=dry_run, own_holders=[session.holder_id])
+    for result in report.results:
+        if result.removed:
+            session.let_go(wt, result.name)
+    return _result(report.to_json(), is_error=report.exit_code != 0)
+
+
 def _sync(session: Session, name: str, onto: str | None, fetch: bool, stop_on_conflict: bool,
           resume: str | None, directory: str | None) -> Any:
     wt = session.worktrees(directory)
@@ -236,6 +248,13 @@ def _tools(session: Session) -> list[tuple[str, Any]]:
         return _call(lambda: _merge(session, name, into, mode, message, commit, keep, fetch,
                                     directory))
 
+    def land(names: list[str] | None = None, ready: bool = False, into: str | None = None,
+             gate: str | None = None, mode: str = "squash", keep: bool = False,
+             no_wait: bool = False, dry_run: bool = False,
+             directory: str | None = None) -> Any:
+        return _call(lambda: _land(session, names, ready, into, gate, mode, keep,
+                                   not no_wait, dry_run, directory))
+
     def sync(name: str, onto: str | None = None, fetch: bool = True,
              stop_on_conflict: bool = False, resume: str | None = None,
              directory: str | None = None) -> Any:
@@ -269,10 +288,13 @@ def _tools(session: Session) -> list[tuple[str, Any]]:
         return _call(lambda: _result({"pools": [p.to_json() for p in session.worktrees(
             directory).pool_status(all_repos=all_repos)]}))
 
+    def env(name: str | None = None, directory: str | None = None) -> Any:
+        return _call(lambda: _result(session.worktrees(directory).env(name).to_json()))
+
     return [("create", create), ("list", list_worktrees), ("status", status),
             ("remove", remove), ("snapshot", snapshot), ("restore", restore), ("prune", prune),
-            ("merge", merge), ("sync", sync), ("conflicts", conflicts), ("foreign", foreign),
-            ("adopt", adopt), ("pool", pool), ("ps", ps)]
+            ("merge", merge), ("land", land), ("sync", sync), ("conflicts", conflicts),
+            ("foreign", foreign), ("adopt", adopt), ("pool", pool), ("env", env), ("ps", ps)]
 
 
 DESCRIPTIONS = {
@@ -296,7 +318,8 @@ DESCRIPTIONS = {
         "List the managed worktrees of the repository (all repositories with `all_repos`). "
         "Each: {name, branch, path, bucket, repo_root, base_commit, branch_created, "
         "claimed_at, state, held, holders, changes, ahead, clean, target, behind, integrated, "
-        "safe_to_remove}; `integrated` says why its commits are already in the target branch "
+        "safe_to_remove, ports}; `ports` is the worktree's block of TCP ports; "
+        "`integrated` says why its commits are already in the target branch "
         "(same_commit, ancestor, same_tree, no_added_changes, patch_equivalent, squashed) or "
         "is null; `rebase` is \"stopped\" while a sync is stopped at a conflict there (its "
         "work is then never called landed: integrated null, safe_to_remove false); "
@@ -306,7 +329,7 @@ DESCRIPTIONS = {
     "status": (
         "Inspect what removing worktree NAME would lose: {name, path, branch, "
         "branch_created, base_commit, changes, untracked, ahead, clean, held, holders, target, "
-        "behind, integrated, safe_to_remove} (the last four as in `list`)."
+        "behind, integrated, safe_to_remove, ports} (the last five as in `list`)."
     ),
     "remove": (
         "Remove worktree NAME safely. Outcome: removed, kept_dirty (uncommitted work or "
@@ -335,7 +358,8 @@ DESCRIPTIONS = {
         "unheld worktree whose commits are already in its target branch; `max_size` (\"20G\", "
         "\"500M\") then removes warm pool entries and the oldest unheld worktrees, snapshotted "
         "first, until all of them take at most that. Returns {removed (each with its reason), "
-        "kept, reservations_discarded, stale_holders_removed, pool_removed, freed_bytes}."
+        "kept, reservations_discarded, stale_holders_removed, pool_removed, freed_bytes, "
+        "leases_dropped}."
     ),
     "merge": (
         "Land worktree NAME's commits on the target branch (`into`, default main or the "
@@ -349,6 +373,23 @@ DESCRIPTIONS = {
         "(removed false, kept_reason \"processes_running\"). Returns {name, outcome, into, "
         "mode, commit, conflicts, removed, branch_deleted, snapshot_ref, head, hooks, "
         "kept_reason, message}."
+    ),
+    "land": (
+        "Land finished worktrees through the local merge queue, one at a time: each is "
+        "rebased onto the target branch's tip (`into`, default main or the remote's default), "
+        "checked by `gate` (a shell command run in it; default: the repository's approved "
+        "[land] gate, if any) on exactly that state, and landed as `merge` lands it (`mode`) "
+        "only if the target is still that commit (else again, 3 attempts at most); then "
+        "removed unless `keep`. `names` default to the worktree containing `directory`; "
+        "`ready`: every worktree with commits to land, nothing uncommitted and no other live "
+        "holder. Another land of the same target waits its turn (or is `busy` at once with "
+        "`no_wait`). `dry_run`: the order and collision forecast only. Call it as your last "
+        "step, e.g. names [your worktree], gate \"pytest -q\". Returns {into, dry_run, order, "
+        "results: [{name, outcome, commit, attempts, gate: {command, exit, seconds, log, "
+        "timed_out} or null, conflicts, removed, message}]}; outcomes merged, up_to_date, "
+        "conflict, kept_dirty, kept_in_use, gate_failed (nothing landed, the branch stays "
+        "rebased; see the gate's log), gate_unapproved, target_moved, busy, not_found, "
+        "target_dirty, hook_failed, error."
     ),
     "sync": (
         "Rebase worktree NAME's own commits onto the target branch (`onto`; the fetched "
@@ -404,6 +445,14 @@ DESCRIPTIONS = {
         "from: {pools: [{bucket, repo_root, size, ready, filling, base, broken}]} for this "
         "repository (every repository with `all_repos`). Read-only; the user fills and "
         "drains it with `vwt pool fill` / `vwt pool drain`."
+    ),
+    "env": (
+        "Worktree NAME's environment (without `name`: of the worktree containing "
+        "`directory`), as its hooks, `vwt run` and `vwt shell` get it: "
+        "{name, bucket, env: {VWT_NAME, VWT_BRANCH, VWT_PATH, VWT_BUCKET, VWT_REPO_ROOT, "
+        "VWT_PORT, VWT_PORTS, PORT, COMPOSE_PROJECT_NAME, then the keys of the repository's "
+        "approved [env] table}}. Start a server of this worktree on its own PORT (every "
+        "worktree has its own block of ports: VWT_PORTS), never on a port of your choosing."
     ),
 }
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 SHELLS = ("bash", "zsh", "fish")
 
 # commands whose first positional argument is a worktree name
-NAME_COMMANDS = ("cd", "path", "port", "status", "run", "shell", "rm", "snapshot", "restore")
+NAME_COMMANDS = ("cd", "path", "port", "env", "status", "run", "shell", "rm", "snapshot",
+                 "restore")
 GLOBAL_WITH_VALUE = ("--home", "-C")
 GLOBAL_FLAGS = ("--home", "-C", "--version", "--help")
 

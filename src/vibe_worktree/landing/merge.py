@@ -38,6 +38,7 @@ from ..lifecycle.remove import (
     acquire_removal,
     delete_leftover_trash,
     inspect,
+    leftover_trash,
     processes_using,
     remove_all,
     snapshot,
@@ -84,6 +85,7 @@ if TYPE_CHECKING:
 # Runs the hooks of one moment (kind, the worktree, the target branch, cwd): their results
 # and why the merge must stop (None to go on).
 RunHooks = Callable[[str, Target, str, str], tuple[tuple["HookResult", ...], str | None]]
+DeleteTrash = Callable[[list[str]], None]
 
 
 class MergeResult(NamedTuple):
@@ -127,6 +129,12 @@ class Request(NamedTuple):
     fetch: bool
     own_holders: frozenset[str]
     run_hooks: RunHooks | None = None  # None: --no-hooks
+    # `vwt land`: the commit T must still be at (the one the work was gated on), else
+    # `target_moved` with nothing changed; None: whatever T's tip is now
+    expect_tip: str | None = None
+    # where the checkouts a removal moved into `.trash` go to be deleted (`vwt land` deletes
+    # them while the next worktree lands); None: deleted before `merge` returns
+    delete_trash: DeleteTrash | None = None
 
 
 def merge(claim: Claim, request: Request, warn: Warn) -> MergeResult:
@@ -161,6 +169,10 @@ def _merge_locked(entry: Entry, branch: str, target: Target, request: Request) -
     if tips.branch == branch:
         raise VwtError(f"{claim.name} is on {branch}, the target itself; pass --into")
     base = MergeResult(claim.name, "", tips.branch, request.mode)
+    if request.expect_tip is not None and tips.commits[0] != request.expect_tip:
+        return base._replace(outcome=TARGET_MOVED, message=(
+            f"{tips.branch} moved on from the commit {claim.name} was checked on; nothing "
+            "changed"))
     try:  # step 1: another live session's hold refuses, unless the worktree is kept
         hold = acquire_removal(claim, request.own_holders)
     except HeldError as exc:
@@ -175,7 +187,10 @@ def _merge_locked(entry: Entry, branch: str, target: Target, request: Request) -
     finally:
         hold.release()
         tidy_claim_folders(claim)
-        delete_leftover_trash(claim)
+        if request.delete_trash is None:
+            delete_leftover_trash(claim)
+        else:  # what an interrupted removal left goes with what this one moved aside
+            request.delete_trash(leftover_trash(claim))
 
 
 def fetch_target(target: Target, into: str | None, warn: Warn) -> None:
@@ -219,7 +234,7 @@ def _merge_held(entry: Entry, target: Target, tips: Tips, request: Request,
     integration = check(git, head, tips)
     if inspection.ahead == 0 or integration.integrated is not None:  # step 3
         return _finish(target, inspection, base._replace(outcome=UP_TO_DATE),
-                       _snapshot_of_this_state(target, head), request.keep, None)
+                       _snapshot_of_this_state(target, head), request, None)
     if request.run_hooks is not None:  # before anything lands
         ran, stop = request.run_hooks("pre_merge", target, tips.branch, target.claim.checkout)
         base = base._replace(hooks=ran)
@@ -242,13 +257,13 @@ def _merge_held(entry: Entry, target: Target, tips: Tips, request: Request,
             f"{unchanged}; {resolve_hint(entry.name, request.into)}"))
     if landed.commit == onto:  # every commit was already there (patch-equivalent)
         return _finish(target, inspection, base._replace(outcome=UP_TO_DATE), ref,
-                       request.keep, None)
+                       request, None)
     checkpoint("merge.computed")
     moved = _update_target(target, tips, onto, landed.commit, entry.name)  # step 6
     if moved is not None:
         return base._replace(outcome=moved[0], message=moved[1])
     result = base._replace(outcome=MERGED, commit=landed.commit)
-    result = _finish(target, inspection, result, ref, request.keep, landed.commit,
+    result = _finish(target, inspection, result, ref, request, landed.commit,
                      request.run_hooks, tips.branch)
     if request.run_hooks is not None:
         where = g.branch_checked_out_elsewhere(target.repo_git, tips.branch)
@@ -407,13 +422,13 @@ def move_branch_and_checkout(checkout_git: g.Git, repo_git: g.Git, ref: str, old
 
 
 def _finish(target: Target, inspection: Inspection, result: MergeResult, ref: str | None,
-            keep: bool, new_tip: str | None, run_hooks: RunHooks | None = None,
+            request: Request, new_tip: str | None, run_hooks: RunHooks | None = None,
             into: str = "") -> MergeResult:
     """Step 7: remove the worktree as `rm` would (a recovery record keeps the snapshot
     restorable), or with `keep`, move it onto the landed commit. A failing pre_remove
     hook keeps the worktree (what landed stays landed), and so do processes running
     inside it: it then stays exactly as it was, its commits now in the target."""
-    if keep:
+    if request.keep:
         if new_tip is None:
             return result
         if inspection.head != new_tip:
@@ -432,6 +447,7 @@ def _finish(target: Target, inspection: Inspection, result: MergeResult, ref: st
         if stop:
             return result._replace(message=f"{stop}; the worktree is kept")
     [(deleted, note)] = remove_all([Doomed(target, inspection, ref,
-                                           target.record.branch_created)])
+                                           target.record.branch_created)],
+                                   request.delete_trash)
     return result._replace(removed=True, branch_deleted=deleted,
                            message=result.message or note)

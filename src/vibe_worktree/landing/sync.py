@@ -93,9 +93,11 @@ def _onto(git: g.Git, tips: Tips) -> tuple[str, str]:
 
 
 def sync(claim: Claim, onto_branch: str | None, fetch: bool, warn: Warn,
-         stop_on_conflict: bool = False, action: str = RUN) -> SyncResult:
+         stop_on_conflict: bool = False, action: str = RUN,
+         onto_commit: str | None = None) -> SyncResult:
     """`action`: RUN a sync (a conflict aborts it, or with `stop_on_conflict` leaves it
-    stopped), or CONTINUE / ABORT the one left stopped."""
+    stopped), or CONTINUE / ABORT the one left stopped. `onto_commit`: rebase onto exactly
+    that commit of T (`vwt land`: the tip it read, never `<remote>/T`)."""
     _entry, target = checked_out_target(claim, "synced")
     assert target.checkout is not None
     for line in repair_repo(target.checkout.common_dir):  # what a killed sync or merge left
@@ -111,6 +113,9 @@ def sync(claim: Claim, onto_branch: str | None, fetch: bool, warn: Warn,
         raise VwtError(exc.message) from None
     try:
         if action == RUN:
+            if onto_commit is not None:
+                tips = tips._replace(target=tips.target._replace(
+                    commit=onto_commit, remote=None, remote_commit=None))
             return _sync_held(claim, target, tips, target.record.base_commit, stop_on_conflict,
                               onto_branch)
         return _resume(claim, target, tips, action)

@@ -19,6 +19,7 @@ from ..core.locks import STARTING, Holder, acquire_holder, prune_lock
 from ..core.names import candidate_names, path_segment_problem, random_slug, slugify
 from ..core.proctable import processes_inside
 from ..core.records import Record, utc_now
+from . import leasing
 from .adoption import (
     Refused,
     adoption_record,
@@ -108,6 +109,8 @@ def _adopt_one(root: Root, path: str) -> Adopted:
             claim, record, starting = _reserve_name(repo, os.path.basename(path), source, tool)
             try:
                 checkpoint("adopt.reserved")
+                record = leasing.lease_reserved(root, claim, record, leasing.count_for_checkout(
+                    root.home, source.path))
                 lock_source(claim, source)
             except BaseException:
                 unreserve(claim, starting)

@@ -31,7 +31,7 @@ from ..core.names import (
 )
 from ..core.records import CorruptRecord, Record, Recovery, read_record, utc_now, write_record
 from ..core.ref_locks import release_dead_ref_locks
-from . import setup_state
+from . import leasing, setup_state
 from .unfinished import (
     half_made,
     is_clean,
@@ -88,6 +88,7 @@ class Created(NamedTuple):
     # some post_create hook is still to succeed (failed, cut short, or running in the
     # background); `create` runs again, on reuse, those that did not (`setup_state`)
     setup_pending: bool = False
+    ports: tuple[int, ...] = ()  # its lease's (SPEC §17)
 
     @property
     def pooled(self) -> bool:
@@ -99,18 +100,27 @@ class Created(NamedTuple):
             repo_root=self.repo_root, base_commit=self.base_commit,
             branch_created=self.branch_created, created=self.created,
             hooks=[h.to_json() for h in self.hooks], sparse=list(self.sparse),
-            pooled=self.pooled,
+            pooled=self.pooled, ports=list(self.ports),
             **({"carried": self.carried.to_json()} if self.carried else {}),
         )
 
 
 def _created(repo: Repo, record: Record, created: bool) -> Created:
     assert record.base_commit is not None
+    claim = repo.claim(record.name)
     return Created(
-        record.name, record.branch, repo.claim(record.name).checkout, repo.bucket,
+        record.name, record.branch, claim.checkout, repo.bucket,
         record.repo_root, record.base_commit, record.branch_created, created,
         sparse=record.sparse, setup_pending=bool(setup_state.pending(record)),
+        ports=leasing.ports_of_claim(claim, record).ports,
     )
+
+
+def _reused(repo: Repo, created: Created, warn: Warn) -> Created:
+    """A reused worktree keeps its lease; one without (Vibe made it) is given one."""
+    claim = repo.claim(created.name)
+    record = leasing.ensure_leased(claim, read_record(claim.record_path, claim.name), warn)
+    return created._replace(ports=leasing.ports_of_claim(claim, record).ports)
 
 
 def reserve(claim: Claim, record: Record) -> Holder:
@@ -136,9 +146,11 @@ def reserve(claim: Claim, record: Record) -> Holder:
 
 
 def unreserve(claim: Claim, starting: Holder) -> None:
-    """Undo a reservation whose creation failed: only empty folders are removed."""
+    """Undo a reservation whose creation failed: only empty folders are removed, and its
+    port lease is given back."""
     if rmdir_if_empty(claim.checkout) or not os.path.lexists(claim.checkout):
         unlink_if_exists(claim.record_path)
+        leasing.release(claim)
     starting.release()
     rmdir_if_empty(claim.folder)
     rmdir_if_empty(os.path.dirname(claim.folder))
@@ -152,6 +164,8 @@ def _finish(
     """`pool`: a ready pool entry may be taken instead of checking out anew."""
     with _Reserved(claim, starting):
         checkpoint("new.reserved")
+        record = _lease(repo, claim, record, start)
+        checkpoint("new.leased")
         taken = None
         try:
             if pool and fill is None and start.create_branch:
@@ -169,6 +183,15 @@ def _finish(
             raise
         checkpoint("new.recorded")
     return _created(repo, final, True)._replace(taken=taken)
+
+
+def _lease(repo: Repo, claim: Claim, record: Record, start: Start) -> Record:
+    """Its block of ports, of the user's `[ports] count`, else the start point's."""
+    from .settings import project_at
+
+    project, where = project_at(repo.git, repo.info.toplevel, start.commit)
+    count = leasing.configured_count(repo.root.home, project, where)
+    return leasing.lease_reserved(repo.root, claim, record, count)
 
 
 def _with_setup(repo: Repo, claim: Claim, final: Record) -> Record:
@@ -393,7 +416,7 @@ def create_named(
     for _attempt in range(3):
         outcome = _claim_or_reuse(repo, claim, branch, branch_given, branch_created, setup)
         if isinstance(outcome, Created):
-            return outcome
+            return _reused(repo, outcome, out.warn)
         if isinstance(outcome, Reservation):
             start, dirs = _start_or_unreserve(repo, probe, claim, outcome.starting, branch,
                                               from_ref, fetch, out, sparse)
@@ -603,6 +626,8 @@ def restore(repo: Repo, name: str, out: Output, setup: bool = False) -> Created:
     create_branch = g.branch_tip(git, branch) is None
     with _Reserved(claim, starting):
         checkpoint("restore.reserved")
+        record = _lease_restored(repo, claim, record, entry.recovery)
+        checkpoint("restore.leased")
         if entry.record is not None:  # a killed restore's reservation: its gits died with it
             release_dead_ref_locks(repo.info.common_dir, None, branch, (parent,))
         if _has_git_file(claim) and (made := half_made(claim)):  # git never got to the files
@@ -635,6 +660,13 @@ def restore(repo: Repo, name: str, out: Output, setup: bool = False) -> Created:
     if branch != entry.recovery.branch:
         out.warn(f"branch {entry.recovery.branch} has moved on; restored onto {branch}")
     return _created(repo, final, True)
+
+
+def _lease_restored(repo: Repo, claim: Claim, record: Record, recovery: Recovery) -> Record:
+    """The block it had before its removal when that is still free, else one of that size."""
+    old = recovery.ports
+    count = len(old) if old else leasing.count_for_checkout(repo.root.home, repo.info.toplevel)
+    return leasing.lease_reserved(repo.root, claim, record, count, old[0] if old else None)
 
 
 def _snapshot_and_parent(git: g.Git, ref: str) -> tuple[str, str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from ..core.errors import VwtError
@@ -25,7 +25,9 @@ from .settings import (
     PROJECT_FILE,
     Approval,
     HooksFileError,
+    LandSettings,
     approved_keys,
+    land_settings,
     parse_toml,
     project_file,
     read_toml,
@@ -50,6 +52,7 @@ PRE_REMOVE = "pre_remove"
 PRE_MERGE = "pre_merge"
 POST_MERGE = "post_merge"
 HOOK_TYPES = (POST_CREATE, PRE_REMOVE, PRE_MERGE, POST_MERGE)
+ENV = "env"  # the [env] table in `vwt hooks`: approved as a hook, never run
 USER = "user"
 PROJECT = "project"
 DEFAULT_TIMEOUT = 300.0
@@ -125,7 +128,7 @@ class Listed(NamedTuple):
     def to_json(self) -> dict[str, object]:
         h = self.hook
         return {"name": h.name, "type": h.type, "source": h.source, "command": h.command,
-                "background": h.background, "timeout": h.timeout,
+                "background": h.background, "timeout": None if h.type == ENV else h.timeout,
                 "description": h.description, "approved": self.approved}
 
 
@@ -249,14 +252,57 @@ def change_approvals(home: str, bucket: str, hooks: Sequence[Hook], approve: boo
 
 def listing(home: str, bucket: str, checkout: str, repo_root: str | None = None,
             warn: Warn | None = None) -> list[Listed]:
+    """Every hook of the user and of the checkout's project file (or the setup file of
+    another tool it imports), then the project's `[env]` table and its `vwt land` gate,
+    approved as a hook is: what `vwt hooks` shows and `vwt hooks approve` approves."""
     keys = approved_keys(home, bucket)
+    found = load_all(home, checkout, repo_root=repo_root, warn=warn)
+    gate = gate_hook(land_settings(_read_bytes(project_file(checkout)), project_file(checkout)))
     return [Listed(h, is_approved(h, keys))
-            for h in load_all(home, checkout, repo_root=repo_root, warn=warn)]
+            for h in [*found, *env_entry(checkout), *filter(None, [gate])]]
+
+
+def env_entry(checkout: str) -> list[Hook]:
+    """The checkout's `[env]` table as an entry of `vwt hooks`: type and name `env`, its
+    KEY = "VALUE" lines as the command, so that its approval is kept by the same key
+    (`environment.EnvTable.key`) and `vwt hooks approve env` gives it."""
+    from .environment import ENV_NAME, project_env_table
+
+    table = project_env_table(checkout)
+    if table is None or not table.items:
+        return []
+    return [Hook(ENV_NAME, ENV, table.text, description="the repository's [env] table "
+                 "(docs/runtime.md)", source=PROJECT, file=table.where)]
+
+
+LAND_GATE = "land"  # the type of the `[land]` table's gate, as approvals and listings name it
+GATE_NAME = "gate"
+
+
+def gate_hook(settings: LandSettings) -> Hook | None:
+    """The `[land]` table's gate as an entry of the approvals store (kept by its exact
+    command, as a hook is: a changed command needs approval again, a changed timeout does
+    not); None when the table names no gate."""
+    if settings.gate is None:
+        return None
+    return Hook(GATE_NAME, LAND_GATE, settings.gate, settings.timeout,
+                description="the check vwt land runs on each worktree", source=PROJECT,
+                file=settings.file)
+
+
+def _read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise HooksFileError(f"{path}: cannot be read ({exc.strerror})") from None
 
 
 # -- running ----------------------------------------------------------------------------------
 class Context(NamedTuple):
-    """The worktree a hook runs for, as the VWT_* environment describes it."""
+    """The worktree a hook runs for, and its environment (`environment.py`, SPEC §17)."""
 
     name: str
     branch: str
@@ -264,19 +310,17 @@ class Context(NamedTuple):
     bucket: str
     repo_root: str
     base_commit: str
-    port: int
+    # the worktree's own variables (VWT_*, PORT, ..., its [env] table's), made when the
+    # first hook runs: a command that runs none reads no table and warns of none
+    variables: Callable[[], Mapping[str, str]]
     into: str | None = None
     pool: bool = False  # run to make a pool entry: no name, branch or port yet
 
-
     def env(self, hook: Hook) -> dict[str, str]:
         env = dict(os.environ)
-        env.update(
-            VWT_HOOK=hook.type, VWT_HOOK_NAME=hook.name, VWT_NAME=self.name,
-            VWT_BRANCH=self.branch, VWT_PATH=self.path, VWT_BUCKET=self.bucket,
-            VWT_REPO_ROOT=self.repo_root, VWT_BASE_COMMIT=self.base_commit,
-            VWT_PORT=str(self.port),
-        )
+        env.update(self.variables())
+        env.update(VWT_HOOK=hook.type, VWT_HOOK_NAME=hook.name,
+                   VWT_BASE_COMMIT=self.base_commit)
         if self.into is not None:
             env["VWT_INTO"] = self.into
         if self.pool:
@@ -559,11 +603,39 @@ def _holder_args(claim: Claim | None, fds: tuple[int, ...], hook: Hook) -> list[
 
 # -- the commands' entry points ---------------------------------------------------------------
 def context(home: str, bucket: str, name: str, branch: str, path: str, repo_root: str,
-            base_commit: str, into: str | None = None) -> Context:
-    from ..core.ports import worktree_port
+            base_commit: str, into: str | None = None, warn: Warn | None = None,
+            sparse: bool = False) -> Context:
+    """The context of a managed worktree's hooks: its environment as `vwt env` prints it. An
+    `[env]` table that cannot be applied is left out with a warning: a hook never fails a
+    command for it (`vwt env` says what is wrong)."""
+    from ..core.layout import Root
+    from ..core.leases import recorded_ports
+    from . import environment as _env
 
-    port = worktree_port(home, bucket, name)
-    return Context(name, branch, path, bucket, repo_root, base_commit, port, into)
+    say = warn or (lambda _m: None)
+    worktree = _env.Worktree(bucket, name, branch, path, repo_root,
+                             recorded_ports(Root.at(home), bucket, name), sparse)
+    made: list[Mapping[str, str]] = []
+
+    def variables() -> Mapping[str, str]:
+        if not made:
+            try:
+                made.append(_env.of_worktree(home, worktree, say))
+            except (_env.EnvError, HooksFileError) as exc:
+                say(f"{exc.message}; the hooks run without the [env] table")
+                made.append(_env.of_worktree(home, worktree, say, with_table=False))
+        return made[0]
+
+    return Context(name, branch, path, bucket, repo_root, base_commit, variables, into)
+
+
+def pool_context(entry_id: str, path: str, bucket: str, repo_root: str, base: str) -> Context:
+    """A pool entry's hooks: no worktree yet, so no name, branch, port or `[env]` table
+    (`VWT_NAME` is the entry's id, `VWT_PORT` 0), and `VWT_POOL=1`."""
+    from .environment import Place, own_variables
+
+    variables = own_variables(Place(entry_id, "", path, bucket, repo_root, ()))
+    return Context(entry_id, "", path, bucket, repo_root, base, lambda: variables, pool=True)
 
 
 def check_user_file(home: str) -> None:
@@ -604,13 +676,15 @@ def before_remove(runner: Runner, ctx: Context) -> tuple[tuple[HookResult, ...],
 
 def for_merge(runner: Runner, checkout: str) -> Callable[..., tuple[tuple[HookResult, ...],
                                                                    str | None]]:
-    """The hooks of a merge: read once from the worktree's checkout (before it goes),
-    run at each moment with VWT_INTO. pre_merge and pre_remove stop at a failure."""
+    """The hooks of a merge: read once from the worktree's checkout (before it goes), with
+    its environment (its lease is released with it), run at each moment with VWT_INTO.
+    pre_merge and pre_remove stop at a failure."""
     found: list[Hook] | None = None
+    first: Context | None = None
 
     def run(kind: str, target: Any, into: str, cwd: str
             ) -> tuple[tuple[HookResult, ...], str | None]:
-        nonlocal found
+        nonlocal found, first
         if found is None:
             try:
                 found = load_all(runner.home, checkout, repo_root=target.record.repo_root,
@@ -619,8 +693,13 @@ def for_merge(runner: Runner, checkout: str) -> Callable[..., tuple[tuple[HookRe
                 found = []
                 return (), f"{exc.message}; nothing merged"
         claim, record = target.claim, target.record
-        ctx = context(runner.home, claim.bucket, claim.name, record.branch, claim.checkout,
-                      record.repo_root, record.base_commit or "", into)
+        if first is None:
+            first = context(runner.home, claim.bucket, claim.name, record.branch,
+                            claim.checkout, record.repo_root, record.base_commit or "", into,
+                            runner.warn, bool(record.sparse))
+            if found:  # now, while the worktree and its lease are there
+                first.variables()
+        ctx = first._replace(into=into)
         results = run_hooks(runner, kind, found, ctx, cwd, stop_on_failure=kind != POST_MERGE)
         failed = [r for r in results if r.failed]
         if not failed or kind == POST_MERGE:

@@ -74,10 +74,12 @@ def creator_dead(entry: Entry, stale: Stale) -> bool:
 def release_dead_repo_locks(found: list[Entry], stale: Stale, warn: Warn) -> None:
     """What killed gits of vwt's left in every repository some record names: the
     `index.lock` of a killed `vwt merge` in a checkout it was moving (recognised exactly:
-    see `core.index_files`; the move it interrupted is finished), and the lock of a
-    snapshot ref a killed removal or snapshot was writing."""
+    see `core.index_files`; the move it interrupted is finished), the locks of a killed
+    branch deletion, and the lock of a snapshot ref a killed removal or snapshot was
+    writing."""
     from ..core.git import discover, discover_without_git, repair_repo
     from ..core.layout import bucket_matches
+    from ..core.ref_locks import release_dead_deletion_locks
 
     by_repo: dict[str, list[Entry]] = {}
     for entry in found:
@@ -93,6 +95,8 @@ def release_dead_repo_locks(found: list[Entry], stale: Stale, warn: Warn) -> Non
             continue
         for line in repair_repo(info.common_dir):
             warn(line)
+        for path in release_dead_deletion_locks(info.common_dir):
+            warn(f"removed {path}, left by a vwt killed while it deleted a branch")
         for entry in by_repo[repo_root]:
             if bucket_matches(entry.claim.bucket, info.common_dir):
                 _release_dead_snapshot_lock(info.common_dir, entry, stale, warn)

@@ -16,6 +16,7 @@ from ..core.host import Activity
 from ..core.layout import Claim, Root
 from ..core.locks import live_holders, registry_read_lock, running_hooks
 from . import setup_state
+from .leasing import PortFinder
 from .worktrees import (
     MISSING,
     ORPHANED,
@@ -66,6 +67,7 @@ class Listed(NamedTuple):
     rebase: str | None = None  # §8: REBASE_STOPPED while a sync is stopped at a conflict
     sized: bool = False  # measured (`list --size`); `size` None then: there is no checkout
     setup: str | None = None  # §9: done, running or incomplete; None unless ready
+    ports: tuple[int, ...] | None = None  # §17: its lease's; None without a record
 
     @property
     def held(self) -> bool:
@@ -92,6 +94,7 @@ class Listed(NamedTuple):
             behind=self.behind, integrated=self.integrated, safe_to_remove=self.safe_to_remove,
             rebase=self.rebase, agent=self.agent, session=self.session,
             activity=self.activity.to_json() if self.activity else None, setup=self.setup,
+            ports=None if self.ports is None else list(self.ports),
             **({"size": self.size} if self.sized else {}),
         )
 
@@ -132,6 +135,7 @@ class WorktreeStatus(NamedTuple):
     session: str | None = None
     activity: Activity | None = None
     setup: str | None = None  # §9: done, running or incomplete; None when missing
+    ports: tuple[int, ...] | None = None  # §17: its lease's
 
     @property
     def clean(self) -> bool:
@@ -157,10 +161,23 @@ class WorktreeStatus(NamedTuple):
             rebase=REBASE_STOPPED if self.rebasing else None,
             agent=self.agent, session=self.session,
             activity=self.activity.to_json() if self.activity else None, setup=self.setup,
+            ports=None if self.ports is None else list(self.ports),
         )
 
 
-def _listed(entry: Entry, holders: list[str]) -> Listed:
+def shown_ports(entry: Entry, record: Record | None, ports: PortFinder
+                ) -> tuple[int, ...] | None:
+    """A ready worktree's ports (its hash block while it has no lease, as `vwt port` says);
+    for the others, their lease's if they have one: no app runs where there is no checkout.
+    What `list`, `status` and `vwt ps` show."""
+    if record is None:
+        return None
+    if entry.state != READY:
+        return ports.leased(entry.claim.bucket, entry.name, record.ports)
+    return ports.quietly(entry.claim.bucket, entry.name, record.ports, entry.claim.checkout)
+
+
+def _listed(entry: Entry, holders: list[str], ports: PortFinder) -> Listed:
     record, recovery = entry.record, entry.recovery
     source = record or recovery
     return Listed(  # positionally: a listing builds a thousand of these
@@ -180,6 +197,7 @@ def _listed(entry: Entry, holders: list[str]) -> Listed:
         session=_made_by(record, "session"),
         setup=setup_state.state(record, holders)
         if record is not None and entry.state == READY else None,
+        ports=shown_ports(entry, record, ports),
     )
 
 
@@ -305,7 +323,9 @@ def rows(root: Root, buckets: Iterable[str], with_status: bool) -> list[Listed]:
     its status when `with_status`."""
     found = entries(root, list(buckets), with_recovery=False)
     with registry_read_lock(root):
-        listed = [_listed(e, live_holders(e.claim) if e.has_holders else []) for e in found]
+        holders = [live_holders(e.claim) if e.has_holders else [] for e in found]
+    ports = PortFinder(root)
+    listed = [_listed(e, h, ports) for e, h in zip(found, holders, strict=True)]
     if not with_status:
         return listed
     checkouts: dict[int, Checkout] = {}
@@ -375,6 +395,8 @@ def status_of(claim: Claim) -> WorktreeStatus:
         running_hooks(holders), not_in_target=own, rebasing=inspection.rebasing,
         agent=_made_by(record, "agent"), session=_made_by(record, "session"),
         setup=setup_state.state(record, holders) if entry.state == READY else None,
+        ports=PortFinder(claim.root).quietly(claim.bucket, claim.name, record.ports,
+                                             claim.checkout),
     )
     if landed is None:
         return status

@@ -178,7 +178,8 @@ def _run_post_create(root: Root, created: Created, warn: Warn, ask: Ask | None,
     from . import hooks as _hooks
 
     ctx = _hooks.context(root.home, created.bucket, created.name, created.branch,
-                         created.path, created.repo_root, created.base_commit)
+                         created.path, created.repo_root, created.base_commit, warn=warn,
+                         sparse=bool(created.sparse))
     runner = _hooks.Runner(root.home, warn, ask, host)
     claim = root.claim(created.bucket, created.name)
     reuse = None

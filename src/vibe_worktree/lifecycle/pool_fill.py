@@ -200,7 +200,7 @@ def _run_hooks(home: str, bucket: str, entry_id: str, path: str, repo_root: str,
     except HooksFileError as exc:
         return [], exc.message
     found = [hook._replace(background=False) for hook in found if hook.type == h.POST_CREATE]
-    ctx = h.Context(entry_id, "", path, bucket, repo_root, base, 0, pool=True)
+    ctx = h.pool_context(entry_id, path, bucket, repo_root, base)
     runner = h.Runner(home, warn, ask)
     done: list[dict[str, object]] = []
     for hook in found:

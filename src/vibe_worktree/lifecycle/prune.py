@@ -21,7 +21,7 @@ from ..core.git import map_parallel, update_refs
 from ..core.layout import Root
 from ..core.locks import STARTING, Holder, prune_lock
 from ..core.records import CorruptRecord, read_limited
-from . import repair
+from . import leasing, repair
 from .leftovers import live as _live
 from .remove import (
     PROCESSES_RUNNING,
@@ -68,6 +68,7 @@ class PruneResult:
         self.pool_removed: list[dict[str, object]] = []
         self.freed_bytes = 0
         self.unfinished = False  # the time budget ran out: the next run goes on
+        self.leases_dropped: list[dict[str, object]] = []  # of worktrees that are gone
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -75,7 +76,7 @@ class PruneResult:
             "reservations_discarded": self.reservations_discarded,
             "stale_holders_removed": self.stale_holders_removed,
             "pool_removed": self.pool_removed, "freed_bytes": self.freed_bytes,
-            "unfinished": self.unfinished,
+            "unfinished": self.unfinished, "leases_dropped": self.leases_dropped,
         }
 
 
@@ -200,6 +201,7 @@ def prune(root: Root, keep: int | None = None, dry_run: bool = False,
         result.stale_holders_removed = tidied.stale_holders_removed
         result.reservations_discarded = tidied.reservations_discarded
         result.trash_deleted = tidied.trash_left
+        result.leases_dropped = leasing.repair(root, dry_run)
         if dry_run:  # the plan, read in one go under the lock: nothing changes meanwhile
             _retain(found, limit, dry_run, result, merged, settled, pacer, root)
     if not dry_run:
@@ -212,6 +214,10 @@ def prune(root: Root, keep: int | None = None, dry_run: bool = False,
     _prune_pools(root, dry_run, result, warn)
     if size_limit is not None:
         _shrink(root, size_limit, dry_run, result, warn)
+    if not dry_run:  # after retention: a worktree about to go needs no lease
+        gone = {(item["bucket"], item["name"]) for item in result.removed}
+        leasing.lease_unleased(root, [e for e in found
+                                      if (e.claim.bucket, e.name) not in gone], warn)
     return result
 
 

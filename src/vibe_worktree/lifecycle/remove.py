@@ -21,6 +21,7 @@ from ..core.layout import Claim, Root, ensure_dir, rmdir_if_empty, unlink_if_exi
 from ..core.locks import REMOVING, Holder, acquire_holder, new_holder_id, prune_lock
 from ..core.proctable import KILLED, TERMINATED, Proc, describe, scan, stop, users
 from ..core.records import Record, Recovery, utc_now, write_recovery
+from ..core.ref_locks import deleting_refs
 from .worktrees import (
     MISSING,
     ORPHANED,
@@ -244,7 +245,8 @@ def recovery_for(target: Target, ref: str) -> Recovery:
         name=record.name, branch=record.branch, repo_root=record.repo_root,
         base_commit=record.base_commit, snapshot_ref=ref, removed_at=utc_now(),
         extra={"branch_created": record.branch_created,
-               **({"sparse": list(record.sparse)} if record.sparse else {})},
+               **({"sparse": list(record.sparse)} if record.sparse else {}),
+               **({"ports": list(record.ports)} if record.ports else {})},
     )
 
 
@@ -339,8 +341,20 @@ def delete_leftover_trash(claim: Claim) -> bool:
     return bool(empty_trash(claim.root, f"{claim.bucket}-{claim.name}-"))
 
 
-def drop_record_and_folders(claim: Claim) -> None:
+def leftover_trash(claim: Claim) -> list[str]:
+    """The folders `delete_leftover_trash` would delete, for a caller that deletes them."""
+    return [f"{claim.root.trash}/{name}"
+            for name in trash_leftovers(claim.root, f"{claim.bucket}-{claim.name}-")]
+
+
+def drop_record_and_folders(claim: Claim, lease: bool = True) -> None:
+    """The record goes, and with it the worktree's port lease (`lease` False: the caller
+    gives back many at once)."""
     unlink_if_exists(claim.record_path)
+    if lease:
+        from .leasing import release
+
+        release(claim)
 
 
 def tidy_claim_folders(claim: Claim) -> None:
@@ -374,9 +388,11 @@ def existing_snapshot(entry: Entry, target: Target) -> str | None:
     return recovery.snapshot_ref
 
 
-def remove_all(doomed: Sequence[Doomed]) -> list[tuple[bool, str]]:
+def remove_all(doomed: Sequence[Doomed],
+               delete: Callable[[list[str]], None] | None = None) -> list[tuple[bool, str]]:
     """Remove checkouts whose state is saved or clean, in idempotent steps, batched per
-    repository. Returns (branch_deleted, note) for each."""
+    repository. Returns (branch_deleted, note) for each. `delete`: what deletes the folders
+    moved into `.trash` (a caller that finishes them before it exits); else done here."""
     for item in doomed:
         if item.snapshot_ref:
             write_recovery(item.target.claim.recovery_path,
@@ -398,17 +414,26 @@ def remove_all(doomed: Sequence[Doomed]) -> list[tuple[bool, str]]:
             results[i] = outcome
     checkpoint("rm.branch_deleted")
     for item in doomed:
-        drop_record_and_folders(item.target.claim)
+        drop_record_and_folders(item.target.claim, lease=False)
     checkpoint("rm.record_dropped")
+    if doomed:
+        from .leasing import release_all
+
+        release_all(doomed[0].target.claim.root, [item.target.claim for item in doomed])
+    checkpoint("rm.lease_released")
     for repo_git, ref, commit in stale:
-        g.delete_ref(repo_git, ref, commit)
+        with deleting_refs(repo_git.cwd, [ref]):
+            g.delete_ref(repo_git, ref, commit)
     for i, item in enumerate(doomed):
         claim = item.target.claim
         if not item.snapshot_ref and os.path.lexists(claim.recovery_path):
             kept = (f"its earlier snapshot {claim.snapshot_ref} is kept (vwt restore "
                     f"{claim.name} brings it back)")
             results[i] = (results[i][0], "; ".join(filter(None, [results[i][1], kept])))
-    g.map_parallel(delete_trash, trashes)
+    if delete is not None:
+        delete([t for t in trashes if t])
+    else:
+        g.map_parallel(delete_trash, trashes)
     return results
 
 
@@ -538,7 +563,10 @@ def _delete_branches(repo_git: g.Git, doomed: list[Doomed]) -> list[tuple[bool, 
             results.append((True, ""))
         else:
             results.append((False, f"branch {branch} has commits the worktree did not; kept"))
-    deleted = g.delete_branches(repo_git, safe)
+    deleted: set[str] = set()
+    if safe:
+        with deleting_refs(repo_git.cwd, [f"refs/heads/{branch}" for branch in safe]):
+            deleted = g.delete_branches(repo_git, safe)
     final = []
     for item, (ok, note) in zip(doomed, results, strict=True):
         branch = item.target.record.branch

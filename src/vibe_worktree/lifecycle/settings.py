@@ -1,10 +1,12 @@
 """The settings files and the approvals store.
 
 `.vibe/worktree.toml` (the project's, committed with the code) and `<home>/worktree.toml`
-(the user's) hold the tables vwt reads: `[[hooks]]` (`hooks.py`), `[pool]`
-(`pool.py`), and room for more. `<home>/worktree-approvals.json` keeps, per repository,
-which project-defined commands the user approved: a project file comes with the code, so a
-branch may change it, and what it would run needs the user's yes first.
+(the user's) hold the tables vwt reads: `[[hooks]]` (`hooks.py`), `[pool]` (`pool.py`),
+`[ports]` (`leasing.py`), `[env]` (`environment.py`), `[land]` (below: `vwt land`'s gate), and
+room for more.
+`<home>/worktree-approvals.json` keeps, per repository, which project-defined commands the
+user approved: a project file comes with the code, so a branch may change it, and what it
+would run needs the user's yes first.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from ..core.records import utc_now, write_json_atomically
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from ..core.git import Git
 
 
 PROJECT_FILE = ".vibe/worktree.toml"
@@ -61,6 +65,26 @@ def parse_toml(raw: bytes, path: str) -> dict[str, Any]:
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise HooksFileError(f"{path}: not valid TOML ({exc}); fix it or pass --no-hooks"
                              ) from None
+
+
+_AT_COMMIT: dict[tuple[str, str], tuple[dict[str, Any] | None, str]] = {}
+
+
+def project_at(git: Git, toplevel: str, commit: str) -> tuple[dict[str, Any] | None, str]:
+    """The parsed `.vibe/worktree.toml` of `commit` (a new worktree's start point) and the
+    label that names it in messages; None when it has none. Asked of git only when the
+    checkout at `toplevel` has that file (one stat; `new` pays no git call otherwise), and
+    once per process: the sparse folders and the `[ports]` count read the same file."""
+    label = f"{PROJECT_FILE} (at {commit[:12]})"
+    if not os.path.exists(project_file(toplevel)):
+        return None, label
+    key = (git.cwd, commit)
+    if key not in _AT_COMMIT:
+        from ..core.git import file_at
+
+        raw = file_at(git, commit, PROJECT_FILE)
+        _AT_COMMIT[key] = (None if raw is None else parse_toml(raw, label)), label
+    return _AT_COMMIT[key]
 
 
 class Approval(NamedTuple):
@@ -114,3 +138,44 @@ def change_approvals(home: str, bucket: str, approvals: Sequence[Approval], appr
             del data["buckets"][bucket]
         write_json_atomically(approvals_path(home), data)
         os.chmod(approvals_path(home), 0o600)
+
+
+# -- [land] ------------------------------------------------------------------------------------
+LAND_TABLE = "land"
+DEFAULT_GATE_TIMEOUT = 1800.0
+_LAND_KEYS = frozenset({"gate", "timeout"})
+
+
+class LandSettings(NamedTuple):
+    """The project's `[land]` table: the gate `vwt land` runs on each worktree (None: none),
+    and the seconds after which it is killed."""
+
+    gate: str | None = None
+    timeout: float = DEFAULT_GATE_TIMEOUT
+    file: str = ""  # where it was read, for messages
+
+
+def land_settings(raw: bytes | None, label: str) -> LandSettings:
+    """The `[land]` table of a `.vibe/worktree.toml` (`raw`, None when there is none);
+    HooksFileError when the file or the table is broken (none of it is then used)."""
+    if raw is None:
+        return LandSettings(file=label)
+    table = parse_toml(raw, label).get(LAND_TABLE)
+    if table is None:
+        return LandSettings(file=label)
+
+    def bad(problem: str) -> HooksFileError:
+        return HooksFileError(f"{label}: [land] {problem}; fix it (or pass --gate CMD)")
+
+    if not isinstance(table, dict):
+        raise bad("must be a table")
+    unknown = sorted(set(table) - _LAND_KEYS)
+    if unknown:
+        raise bad(f"has an unknown key {unknown[0]!r}")
+    gate = table.get("gate")
+    if gate is not None and (not isinstance(gate, str) or not gate.strip()):
+        raise bad("gate must be a non-empty string")
+    timeout = table.get("timeout", DEFAULT_GATE_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise bad("timeout must be a positive number of seconds")
+    return LandSettings(gate, float(timeout), label)

@@ -8,13 +8,10 @@ skip-worktree, so status and snapshots never see it as deleted.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 from ..core import git as g
 from ..core.errors import VwtError
-
-PROJECT_FILE = ".vibe/worktree.toml"
 
 
 def normalise(dirs: Sequence[str], where: str = "--sparse") -> tuple[str, ...]:
@@ -35,17 +32,11 @@ def normalise(dirs: Sequence[str], where: str = "--sparse") -> tuple[str, ...]:
 
 
 def configured(git: g.Git, toplevel: str, commit: str) -> tuple[str, ...]:
-    """`sparse = [...]` of the start point's `.vibe/worktree.toml`. Looked for only when the
-    current checkout has that file (one stat; `new` pays no git call otherwise)."""
-    if not os.path.exists(f"{toplevel}/{PROJECT_FILE}"):
-        return ()
-    raw = g.file_at(git, commit, PROJECT_FILE)
-    if raw is None:
-        return ()
-    from .settings import parse_toml
+    """`sparse = [...]` of the start point's `.vibe/worktree.toml` (`settings.project_at`)."""
+    from .settings import project_at
 
-    label = f"{PROJECT_FILE} (at {commit[:12]})"
-    value = parse_toml(raw, label).get("sparse", [])
+    data, label = project_at(git, toplevel, commit)
+    value = [] if data is None else data.get("sparse", [])
     if not isinstance(value, list):
         raise VwtError(f"{label}: 'sparse' must be a list of folders")
     return normalise(value, f"{label}: sparse")

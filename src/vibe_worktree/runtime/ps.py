@@ -11,16 +11,15 @@ All reading, from one look at the process table (`core.proctable`).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from typing import NamedTuple
 
 from ..core.layout import Root
 from ..core.proctable import Listener, Table, scan
-from ..lifecycle.worktrees import SNAPSHOT, Entry, entries
-
-LEASES = ".ports.json"  # `<root>/.claims/.ports.json`: {"<bucket>/<name>": first_port}
+from ..lifecycle.leasing import PortFinder
+from ..lifecycle.listing import shown_ports
+from ..lifecycle.worktrees import SNAPSHOT, entries
 
 
 class Running(NamedTuple):
@@ -131,7 +130,7 @@ def report(root: Root, buckets: Sequence[str], name: str | None = None,
     found = [e for e in entries(root, list(buckets), with_recovery=False)
              if e.state != SNAPSHOT and (name is None or e.name == name)]
     table = table or scan()
-    leases = _leases(root)
+    finder = PortFinder(root)
     inside = table.inside([e.claim.checkout for e in found], skip={os.getpid()})
     listening = table.listening() if found else {}
     by_port: dict[int, list[Listener]] = {}
@@ -141,7 +140,7 @@ def report(root: Root, buckets: Sequence[str], name: str | None = None,
     for entry in found:
         checkout = entry.claim.checkout
         pids = inside[checkout]
-        ports = lease_ports(entry, leases)
+        ports = shown_ports(entry, entry.record, finder) or ()
         worktrees.append(WorktreeProcesses(
             entry.name, entry.claim.bucket, checkout, ports,
             tuple(Running(pid, table.command(pid), listening.get(pid, ())) for pid in pids),
@@ -164,29 +163,3 @@ def _owners(table: Table, ports: tuple[int, ...], by_port: dict[int, list[Listen
                 owners.setdefault((port, pid), PortOwner(
                     port, pid, table.command(pid), table.cwds.get(pid), pid in inside))
     return tuple(owners.values())
-
-
-# -- the leases (SPEC §17's `ports`): read, never written here ------------------------------
-def _leases(root: Root) -> dict[str, int]:
-    """The home-wide lease table; empty when it is missing or unreadable (then only the
-    records' own `ports` lists are known)."""
-    try:
-        with open(f"{root.claims}/{LEASES}", "rb") as f:
-            table = json.loads(f.read())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(table, dict):
-        return {}
-    return {k: v for k, v in table.items() if isinstance(v, int) and not isinstance(v, bool)}
-
-
-def lease_ports(entry: Entry, leases: dict[str, int]) -> tuple[int, ...]:
-    """The ports of the worktree's lease: its record's `ports` list, else the first port
-    the lease table holds for it; none when it holds no lease."""
-    record = entry.record
-    listed = record.extra.get("ports") if record is not None else None
-    if isinstance(listed, list) and listed and all(
-            isinstance(p, int) and not isinstance(p, bool) for p in listed):
-        return tuple(listed)
-    first = leases.get(f"{entry.claim.bucket}/{entry.name}")
-    return (first,) if first is not None else ()

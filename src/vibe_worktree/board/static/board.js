@@ -5,7 +5,7 @@
   const csrf = document.querySelector('meta[name="vwt-csrf"]').content;
   if (location.search) history.replaceState(null, "", location.pathname); // drop the token
   const $ = (selector) => document.querySelector(selector);
-  let data = { worktrees: [], can_merge: false };
+  let data = { worktrees: [], can_merge: false, can_land: false };
   let received = false;
   const detail = detailTarget();
   let detailSignature = null;
@@ -129,6 +129,7 @@
     if (row.state === "ready") {
       buttons.push(actionButton("Snapshot", "snapshot", row, doSnapshot));
       if (data.can_merge) buttons.push(actionButton("Merge…", "merge", row, askMerge, true));
+      if (data.can_land) buttons.push(actionButton("Land…", "land", row, askLand, true));
       buttons.push(actionButton("Remove…", "remove", row, askRemove, true));
     } else if (row.state === "missing") {
       buttons.push(actionButton("Remove…", "remove", row, askRemove, true));
@@ -325,6 +326,10 @@
     const list = (key) => (Array.isArray(result[key]) ? result[key] : []);
     const items = [];
     for (const c of list("conflicts")) items.push(`conflict: ${c}`);
+    for (const r of list("results")) {  // a land's
+      for (const c of r.conflicts || []) items.push(`conflict: ${c}`);
+      if (r.gate && r.gate.exit !== 0) items.push(`gate log: ${r.gate.log}`);
+    }
     const verb = outcome.dry ? "would remove" : "removed";
     for (const r of list("removed")) items.push(`${verb} ${r.bucket}/${r.name}`);
     for (const k of list("kept")) items.push(`kept ${k.bucket}/${k.name}: ${k.reason}`);
@@ -431,6 +436,25 @@
     if (yes) {
       await post("merge", { ...target(row), mode: mode.value, commit: commitBox.checked });
     }
+  }
+
+  async function askLand(row) {
+    const keepBox = el("input", { type: "checkbox", id: "land-keep" });
+    const lines = [
+      `Lands ${row.name} through the merge queue: it waits for any other land on ` +
+      `${row.target || "the target branch"}, is rebased onto its tip, checked there by the ` +
+      "repository's approved [land] gate (if it has one), and lands only if the target has " +
+      "not moved meanwhile. Then the worktree is removed; a snapshot is kept, so Restore " +
+      "brings it back.",
+    ];
+    const hold = holdLine(row);
+    if (hold) lines.push(hold.replace("removal", "land"));
+    if (row.changes) lines.push(`It has ${row.changes} uncommitted change(s): commit them first.`);
+    const yes = await confirmDialog({
+      title: `Land ${row.name}?`, lines, ok: "Land",
+      controls: [el("label", {}, keepBox, " keep the worktree, moved onto the new tip")],
+    });
+    if (yes) await post("land", { ...target(row), keep: keepBox.checked });
   }
 
   async function askPrune() {

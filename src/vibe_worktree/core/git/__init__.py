@@ -11,16 +11,15 @@ The public names of all four are here, so `from ..core import git as g` reaches 
 
 from __future__ import annotations
 
+from ..repo_dirs import RepoInfo, discover_without_git
 from .admin import (
     LIST_RETRIES,
     PARALLEL_CHECKOUT_THRESHOLD,
     Probe,
-    RepoInfo,
     branch_checked_out_elsewhere,
     checked_out_branches,
     checkout_head,
     discover,
-    discover_without_git,
     main_worktree,
     met_a_worktree_being_added,
     parse_refs,
