@@ -40,7 +40,7 @@ class _Folder(NamedTuple):
 def delete_trees(paths: Sequence[str], workers: int = WORKERS) -> None:
     """Delete each real folder of `paths` with everything in it, on `workers` threads
     sharing the work; a path that is not a real folder (missing, a file, a link) is left."""
-    roots = [folder for path in paths if (folder := _listed(path, None)) is not None]
+    roots = [folder for path in paths if (folder := _root(path)) is not None]
     if not roots:
         return
     listed = _clear_all(roots, max(1, workers))
@@ -55,14 +55,14 @@ def delete_trees(paths: Sequence[str], workers: int = WORKERS) -> None:
                 shutil.rmtree(root.path, ignore_errors=True)
 
 
-def _listed(path: str, parent: _Folder | None) -> _Folder | None:
+def _root(path: str) -> _Folder | None:
     try:
         found = os.lstat(path)
     except OSError:
         return None
     if not stat.S_ISDIR(found.st_mode):
-        return None
-    return _Folder(path, found.st_dev, found.st_ino, parent.depth + 1 if parent else 0, parent)
+        return None  # a link or a file: not a checkout of ours
+    return _Folder(path, found.st_dev, found.st_ino, 0, None)
 
 
 def _clear_all(roots: list[_Folder], workers: int) -> list[_Folder]:
@@ -84,12 +84,15 @@ def _clear_all(roots: list[_Folder], workers: int) -> list[_Folder]:
                     return
                 folder = stack.pop()
                 busy += 1
-            subfolders = _clear(folder)
-            with changed:
-                stack.extend(subfolders)
-                found.extend(subfolders)
-                busy -= 1
-                changed.notify_all()
+            subfolders: list[_Folder] = []
+            try:
+                subfolders = _clear(folder)
+            finally:  # whatever happened, the others must not wait for this thread forever
+                with changed:
+                    stack.extend(subfolders)
+                    found.extend(subfolders)
+                    busy -= 1
+                    changed.notify_all()
 
     threads = [threading.Thread(target=work, daemon=True) for _ in range(workers - 1)]
     for thread in threads:
