@@ -149,12 +149,15 @@ def test_a_damaged_kept_copy_is_ignored(story, vwt, how):
 
 
 def test_the_kept_copy_of_a_removed_worktree_goes(story, vwt):
-    a, b = worktree(vwt, "alpha"), worktree(vwt, "beta")
-    for where in (a, b):
+    a, b, c = worktree(vwt, "alpha"), worktree(vwt, "beta"), worktree(vwt, "gamma")
+    for where in (a, b, c):
         racily_clean(story, where)
     conflicts(vwt)
-    assert kept_copy(story, "beta").is_file()
+    assert all(kept_copy(story, n).is_file() for n in ("alpha", "beta", "gamma"))
     vwt.ok("rm", "beta", "-y")
-    conflicts(vwt)
     assert not kept_copy(story, "beta").exists()
+    # gone without vwt (another tool's removal): the next forecast drops its copy
+    story.layout.record_path(story.bucket, "gamma").unlink()
+    conflicts(vwt)
+    assert not kept_copy(story, "gamma").exists()
     assert kept_copy(story, "alpha").is_file()

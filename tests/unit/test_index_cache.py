@@ -129,4 +129,16 @@ def test_forgetting_deletes_nothing_through_a_planted_link(tmp_path):
     (home / index_cache.FOLDER).mkdir(parents=True)
     (home / index_cache.FOLDER / "bucket").symlink_to(elsewhere, target_is_directory=True)
     index_cache.forget_others(str(home), "bucket", set())
+    index_cache.forget(str(home), "bucket", "precious")
     assert (elsewhere / "precious.index").read_text() == "keep"
+
+
+def test_forgetting_one_worktree_drops_its_copy_alone(tmp_path):
+    home = tmp_path / "home"
+    folder = home / index_cache.FOLDER / "bucket"
+    folder.mkdir(parents=True)
+    for file in ("alpha.index", "beta.index"):
+        (folder / file).write_text("x")
+    index_cache.forget(str(home), "bucket", "beta")
+    index_cache.forget(str(home), "bucket", "never-kept")
+    assert [p.name for p in folder.iterdir()] == ["alpha.index"]

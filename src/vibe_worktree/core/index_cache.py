@@ -154,6 +154,16 @@ def _real_folder(folder: str, create: bool) -> bool:
     return True
 
 
+def forget(home: str, bucket: str, name: str) -> None:
+    """Delete the kept copy of a removed worktree's index (never through a planted link)."""
+    path = cache_path(home, bucket, name)
+    if _real_folder(os.path.dirname(path), create=False):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
 def forget_others(home: str, bucket: str, names: set[str]) -> None:
     """Delete the cached copies of a bucket's worktrees that are gone: every file of ours
     in its folder but those of `names` (a killed writer's temporary files included)."""

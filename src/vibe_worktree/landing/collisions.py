@@ -159,6 +159,7 @@ def _read_work(entry: Entry, checkout: Checkout, cache: dict[str, tuple[str, ...
     `core/index_cache.py`)."""
     from ..core import index_cache
     from ..core.layout import unlink_if_exists
+    from ..core.staging import staged_tree
 
     record = entry.record
     assert record is not None and record.base_commit is not None
@@ -182,7 +183,7 @@ def _read_work(entry: Entry, checkout: Checkout, cache: dict[str, tuple[str, ...
             if filtered:
                 return _failed(entry, common, f"{filtered[0]} uses a filter driver of the "
                                               "repository's own config, which vwt never runs")
-            tree = g.snapshot_tree(git, index)
+            tree = staged_tree(git, index, status.paths)
     except VwtError as exc:
         return _failed(entry, common, exc.message)
     finally:

@@ -300,7 +300,10 @@ def delete_leftover_trash(claim: Claim) -> bool:
 
 
 def drop_record_and_folders(claim: Claim) -> None:
+    from ..core.index_cache import forget
+
     unlink_if_exists(claim.record_path)
+    forget(claim.root.home, claim.bucket, claim.name)  # `vwt conflicts`' copy of its index
 
 
 def tidy_claim_folders(claim: Claim) -> None:
