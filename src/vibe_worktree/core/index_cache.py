@@ -62,7 +62,7 @@ class PrivateIndex(NamedTuple):
     written: tuple[int, int, int]  # (inode, size, mtime ns) as written here: did git rewrite it?
 
 
-def private_copy(own: str, cached: str | None, dest: str) -> PrivateIndex:
+def private_copy(own: str, cached: str, dest: str) -> PrivateIndex:
     """Write the index git should start from at `dest` (a new file): the cached refreshed
     copy of `own` when it was made from an index byte for byte like `own` is now, else a
     copy of `own`; either way with the mtime git gave it. No `own` index: an empty start."""
@@ -73,7 +73,7 @@ def private_copy(own: str, cached: str | None, dest: str) -> PrivateIndex:
     except FileNotFoundError:
         return PrivateIndex(dest, None, False, (0, 0, 0))  # git starts from an empty index
     key = _digest(os.path.dirname(own).encode("utf-8", "surrogateescape"), b"\0", content)
-    found = _read_cache(cached, key) if cached else None
+    found = _read_cache(cached, key)
     if found is not None:
         content, mtime = found
     _write_new(dest, content, mtime)

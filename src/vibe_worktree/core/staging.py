@@ -3,7 +3,7 @@
 `git add --all` walks and stats the whole checkout, as `git status` did a moment before on
 the same index. When status named every path where the working tree differs from that
 index, staging those paths alone records the same tree: git then stats a handful of files
-instead of every one (half of what `vwt conflicts` spends on a worktree with changes).
+instead of every one, which halves the cost of that step.
 """
 
 from __future__ import annotations
