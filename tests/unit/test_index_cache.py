@@ -28,6 +28,16 @@ def git_rewrites(copy: index_cache.PrivateIndex, content: bytes, mtime_ns: int) 
     os.replace(fresh, copy.path)
 
 
+def kept_after_a_refresh(tmp_path: Path, index: Path, content: bytes, mtime_ns: int) -> Path:
+    """The cache file a forecast leaves once git rewrote its copy of `index`."""
+    kept = tmp_path / "cache" / "bucket" / "alpha.index"
+    first = index_cache.private_copy(str(index), str(kept), str(tmp_path / "first"))
+    git_rewrites(first, content, mtime_ns)
+    index_cache.keep(first, str(kept))
+    assert kept.is_file()
+    return kept
+
+
 def test_a_copy_of_the_own_index_keeps_its_bytes_and_mtime(tmp_path):
     index = own_index(tmp_path)
     copy = index_cache.private_copy(str(index), str(tmp_path / "kept.index"),
@@ -54,11 +64,7 @@ def test_a_copy_git_did_not_rewrite_is_not_kept(tmp_path):
 
 def test_a_rewritten_copy_is_kept_and_used_with_the_mtime_git_gave_it(tmp_path):
     index = own_index(tmp_path)
-    kept = tmp_path / "cache" / "bucket" / "alpha.index"
-    first = index_cache.private_copy(str(index), str(kept), str(tmp_path / "first"))
-    git_rewrites(first, b"DIRC refreshed", TICK + 5_000_000_000)
-    index_cache.keep(first, str(kept))
-    assert kept.is_file()
+    kept = kept_after_a_refresh(tmp_path, index, b"DIRC refreshed", TICK + 5_000_000_000)
     second = index_cache.private_copy(str(index), str(kept), str(tmp_path / "second"))
     assert second.from_cache
     assert Path(second.path).read_bytes() == b"DIRC refreshed"
@@ -67,10 +73,7 @@ def test_a_rewritten_copy_is_kept_and_used_with_the_mtime_git_gave_it(tmp_path):
 
 def test_a_changed_own_index_or_another_worktree_never_uses_the_kept_copy(tmp_path):
     index = own_index(tmp_path)
-    kept = tmp_path / "cache" / "bucket" / "alpha.index"
-    first = index_cache.private_copy(str(index), str(kept), str(tmp_path / "first"))
-    git_rewrites(first, b"DIRC refreshed", TICK + 1)
-    index_cache.keep(first, str(kept))
+    kept = kept_after_a_refresh(tmp_path, index, b"DIRC refreshed", TICK + 1)
     index.write_bytes(b"DIRC own indeX")  # the same size, one byte changed
     os.utime(index, ns=(TICK, TICK))
     changed = index_cache.private_copy(str(index), str(kept), str(tmp_path / "changed"))
@@ -85,10 +88,7 @@ def test_a_changed_own_index_or_another_worktree_never_uses_the_kept_copy(tmp_pa
 
 def test_a_kept_copy_not_whole_is_ignored(tmp_path):
     index = own_index(tmp_path)
-    kept = tmp_path / "cache" / "bucket" / "alpha.index"
-    first = index_cache.private_copy(str(index), str(kept), str(tmp_path / "first"))
-    git_rewrites(first, b"DIRC refreshed with a longer body", TICK + 1)
-    index_cache.keep(first, str(kept))
+    kept = kept_after_a_refresh(tmp_path, index, b"DIRC refreshed with a longer body", TICK + 1)
     whole = kept.read_bytes()
     another_version = whole.replace(b"1\n", b"2\n", 1)
     for n, broken in enumerate([whole[:-3], whole[:-3] + b"XYZ", b"", another_version]):
