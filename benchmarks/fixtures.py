@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from benchmarks.proc import BenchError
 from benchmarks.sandbox import Sandbox
 
 FILES_PER_DIR = 100
@@ -36,8 +37,9 @@ def _file_body(index: int, rng: random.Random) -> bytes:
     return (line * rng.randint(2, 50)).encode()
 
 
-def fast_import_stream(nfiles: int) -> bytes:
-    """One commit on refs/heads/main holding nfiles files, FILES_PER_DIR per folder."""
+def fast_import_stream(nfiles: int, top: str = "") -> bytes:
+    """One commit on refs/heads/main holding nfiles files, FILES_PER_DIR per folder; the
+    folders sit in `top` when given (`src/pkg0000/...`), else at the top level."""
     rng = random.Random(nfiles)
     parts = [
         b"commit refs/heads/main\n",
@@ -46,7 +48,7 @@ def fast_import_stream(nfiles: int) -> bytes:
     ]
     for i in range(nfiles):
         body = _file_body(i, rng)
-        name = f"pkg{i // FILES_PER_DIR:04d}/mod{i % FILES_PER_DIR:03d}.py"
+        name = f"{top}pkg{i // FILES_PER_DIR:04d}/mod{i % FILES_PER_DIR:03d}.py"
         parts.append(f"M 100644 inline {name}\ndata {len(body)}\n".encode())
         parts.append(body + b"\n")
     return b"".join(parts)
@@ -61,11 +63,12 @@ def bucket_of(sb: Sandbox, repo: Path) -> str:
     return f"{top.name}-{digest}"
 
 
-def make_repo(sb: Sandbox, path: Path, nfiles: int) -> Repo:
-    """A repository with one commit of nfiles generated files, checked out in its main tree."""
+def make_repo(sb: Sandbox, path: Path, nfiles: int, top: str = "") -> Repo:
+    """A repository with one commit of nfiles generated files, checked out in its main tree;
+    `top` ("src/") puts all their folders in one top-level folder."""
     path.mkdir(parents=True)
     sb.git("init", "-q", "-b", "main", cwd=path)
-    sb.git("fast-import", "--quiet", cwd=path, stdin=fast_import_stream(nfiles))
+    sb.git("fast-import", "--quiet", cwd=path, stdin=fast_import_stream(nfiles, top))
     sb.git("reset", "-q", "--hard", "main", cwd=path)
     head = sb.git("rev-parse", "HEAD", cwd=path).strip()
     return Repo(path, head, bucket_of(sb, path))
@@ -73,6 +76,20 @@ def make_repo(sb: Sandbox, path: Path, nfiles: int) -> Repo:
 
 def add_worktree(sb: Sandbox, repo: Repo, name: str, path: Path) -> Worktree:
     sb.git("worktree", "add", "-q", "--no-track", "-b", name, str(path), repo.head, cwd=repo.path)
+    return Worktree(name, path)
+
+
+def vwt_new(sb: Sandbox, repo: Repo, name: str, *options: str) -> Worktree:
+    """A worktree made as a user makes one: `vwt new NAME`, a real checkout and record.
+    Whatever the caller then writes in it lands in the same second as the checkout, as
+    an agent's first edits do, so git sees many of its index entries as racily clean."""
+    result = sb.vwt(["new", name, "--no-fetch", "--json", *options], cwd=repo.path)
+    try:
+        path = Path(json.loads(result.stdout)["path"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise BenchError(f"vwt new {name} printed no path: {result.stdout[:200]!r}") from exc
+    if not (path / ".git").is_file():
+        raise BenchError(f"vwt new {name} left no checkout at {path}")
     return Worktree(name, path)
 
 

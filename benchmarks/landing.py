@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from benchmarks.cases import WARMUP, Config, parse_json
-from benchmarks.fixtures import Repo, Worktree, make_repo, managed_worktree
-from benchmarks.fixtures import write_record as write_fixture_record
+from benchmarks.fixtures import Repo, Worktree, make_repo, managed_worktree, vwt_new
 from benchmarks.measure import Outcome, Sample, alternate
 from benchmarks.proc import BenchError, Script, run_script
 from benchmarks.sandbox import Sandbox, remove_tree
@@ -93,32 +90,33 @@ def b7(cfg: Config, out: Outcome) -> list[Outcome]:
 
 
 def merge_round(sb: Sandbox, repo: Repo, tag: str, managed: bool) -> Worktree:
-    """A worktree with two commits of its own, and main moved on meanwhile."""
-    name = f"{tag}"
+    """A worktree with two commits of its own, made in the second of its checkout as an
+    agent makes them, and main moved on meanwhile. The tool's worktree comes from `vwt new`,
+    the baseline's from `git worktree add`: both are real checkouts."""
     if managed:
-        path = sb.vibe_home / "worktrees" / repo.bucket / name
+        wt = vwt_new(sb, repo, tag, "--from", "main")
     else:
-        path = sb.path("raw-worktrees", name)
-    sb.git("worktree", "add", "-q", "--no-track", "-b", name, str(path), "main", cwd=repo.path)
-    wt = Worktree(name, path)
-    if managed:
-        base = sb.git("rev-parse", "main", cwd=repo.path).strip()
-        write_fixture_record(sb.vibe_home, replace(repo, head=base), name, int(time.time()))
+        wt = Worktree(tag, sb.path("raw-worktrees", tag))
+        sb.git("worktree", "add", "-q", "--no-track", "-b", tag, str(wt.path), "main",
+               cwd=repo.path)
     for c in range(2):
-        commit_in(sb, wt.path, {f"work/{name}/{c}.py": f"# {name} {c}\n"}, f"{name} {c}")
+        commit_in(sb, wt.path, {f"work/{tag}/{c}.py": f"# {tag} {c}\n"}, f"{tag} {c}")
     main_tip = sb.git("rev-parse", "main", cwd=repo.path).strip()
     tree = sb.git("rev-parse", "main^{tree}", cwd=repo.path).strip()
-    moved = sb.git("commit-tree", tree, "-p", main_tip, "-m", f"main moves for {name}",
+    moved = sb.git("commit-tree", tree, "-p", main_tip, "-m", f"main moves for {tag}",
                    cwd=repo.path).strip()
     sb.git("update-ref", "refs/heads/main", moved, cwd=repo.path)
     return wt
+
+
+B8_TOP = "src/"  # 200 folders of 100 files under one top-level folder, as projects have
 
 
 def b8(cfg: Config, out: Outcome) -> list[Outcome]:
     nfiles, rounds = cfg.pick(20_000, 5_000), cfg.pick(5, 3)
     out.what = f"merge (squash, removed) vs rebase + update-ref + worktree remove, {nfiles} files"
     with cfg.sandbox("b8") as sb:
-        repo = make_repo(sb, sb.path("repo"), nfiles)
+        repo = make_repo(sb, sb.path("repo"), nfiles, B8_TOP)
         sb.git("switch", "-q", "--detach", cwd=repo.path)  # the target is not checked out
         prepared: dict[tuple[str, int], Worktree] = {}
 

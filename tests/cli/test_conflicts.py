@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from conftest import assert_error, make_racily_clean
+from vibe_worktree.core import index_cache
 
 LINES = "".join(f"line {i}\n" for i in range(1, 21))
 
@@ -289,12 +290,14 @@ def test_unknown_name_and_outside_a_repository_are_errors(repo, vwt, sandbox):
 # -- it changes nothing ---------------------------------------------------------------------------
 
 def state_of(*roots: Path) -> dict[str, tuple[int, int, bytes | None]]:
-    """Every file and folder under `roots` (objects excluded): mode, mtime and bytes."""
+    """Every file and folder under `roots` (objects excluded, and the home's cache of
+    refreshed index copies, which is vwt's own): mode, mtime and bytes."""
     seen: dict[str, tuple[int, int, bytes | None]] = {}
     for root in roots:
         for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = [d for d in dirnames if not (d == "objects" and
-                                                       dirpath.endswith(".git"))]
+            dirnames[:] = [d for d in dirnames
+                           if not (d == "objects" and dirpath.endswith(".git"))
+                           and not (d == index_cache.FOLDER and Path(dirpath) == root)]
             for name in dirnames + filenames:
                 p = Path(dirpath) / name
                 st = p.lstat()

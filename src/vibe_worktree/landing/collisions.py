@@ -3,7 +3,8 @@
 Nothing here changes a checkout, an index, a ref or a record, and no lock is taken:
 a worktree's work is read as a snapshot would record it (a copy of its index in a
 private temporary folder when it has uncommitted changes, its HEAD otherwise), and
-every merge is a `git merge-tree`, which only adds objects to the object store.
+every merge is a `git merge-tree`, which only adds objects to the object store. The
+index copies git refreshed are kept in the home for the next forecast (`index_cache`).
 
 The cost follows the work, not the square of the worktrees: paths are bucketed to
 find the pairs that share one, only those pairs are merged, a worktree that already
@@ -151,20 +152,26 @@ def _failed(entry: Entry, common_dir: str | None, error: str) -> _Work:
 def _read_work(entry: Entry, checkout: Checkout, cache: dict[str, tuple[str, ...]],
                folder: str) -> _Work:
     """What the worktree changed since its base, as a snapshot would record it. git reads
-    the worktree once: `status` runs on a private copy of its index and refreshes that
-    copy, so staging into it does not re-hash what `status` hashed (a fresh checkout
-    whose files share the index's second would otherwise be hashed twice)."""
-    from ..core.files import copy_index
+    the worktree through a private copy of its index: `status` refreshes that copy, so
+    staging into it does not re-hash what `status` hashed, and the refreshed copy is kept in
+    the home for the next forecast while the worktree's own index stays as it is (a fresh
+    checkout whose files share the index's second would otherwise be hashed every time:
+    `core/index_cache.py`)."""
+    from ..core import index_cache
     from ..core.layout import unlink_if_exists
+    from ..core.staging import staged_tree
 
     record = entry.record
     assert record is not None and record.base_commit is not None
     common = checkout.common_dir
+    claim = entry.claim
+    kept = index_cache.cache_path(claim.root.home, claim.bucket, claim.name)
     index = os.path.join(folder, f"vwt-conflicts-{os.urandom(6).hex()}.index")
     try:
         git = housekeeping_git(checkout, cache)._replace(extra_config=_STAGING_CONFIG)
-        copy_index(os.path.join(checkout.admin_dir, "index"), index)
+        copy = index_cache.private_copy(os.path.join(checkout.admin_dir, "index"), kept, index)
         status = g.status(git, private_index=index)
+        index_cache.keep(copy, kept)
         if status.head is None:
             return _failed(entry, common, "it has no commit yet")
         if status.nested_repos:
@@ -176,7 +183,7 @@ def _read_work(entry: Entry, checkout: Checkout, cache: dict[str, tuple[str, ...
             if filtered:
                 return _failed(entry, common, f"{filtered[0]} uses a filter driver of the "
                                               "repository's own config, which vwt never runs")
-            tree = g.snapshot_tree(git, index)
+            tree = staged_tree(git, index, status.paths)
     except VwtError as exc:
         return _failed(entry, common, exc.message)
     finally:
@@ -413,6 +420,7 @@ def forecast(root: Root, buckets: list[str], scope: Scope) -> ConflictsResult:
         order = sorted(checkouts)
         read = g.map_parallel(lambda i: _read_work(found[i], checkouts[i], cache, folder), order)
         works.update(zip(order, read, strict=True))
+    _forget_gone(root, buckets, found)
     by_repo: dict[str, list[_Work]] = {}
     rows: list[WorktreeCollisions] = []
     for work in works.values():
@@ -430,6 +438,15 @@ def forecast(root: Root, buckets: list[str], scope: Scope) -> ConflictsResult:
     rows.sort(key=lambda r: (r.bucket, r.name))
     pairs.sort(key=lambda p: (p.bucket, p.a, p.b))
     return ConflictsResult(tuple(rows), tuple(pairs))
+
+
+def _forget_gone(root: Root, buckets: list[str], found: list[Entry]) -> None:
+    """Drop the kept index copies of the worktrees of `buckets` that are no longer ready."""
+    from ..core import index_cache
+
+    for bucket in buckets:
+        index_cache.forget_others(root.home, bucket,
+                                  {e.name for e in found if e.claim.bucket == bucket})
 
 
 def describe(result: ConflictsResult, qualify: bool = False) -> list[str]:

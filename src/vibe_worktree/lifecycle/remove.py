@@ -261,46 +261,12 @@ def move_to_trash(claim: Claim) -> str | None:
     return trash
 
 
-def delete_trash(trash: str | None) -> None:
-    if trash and os.path.isdir(trash) and not os.path.islink(trash):
-        import shutil  # slow to import; only removals need it
+def delete_trash(*trashes: str | None) -> None:
+    """Delete checkouts moved into `.trash`, all at once on threads that share the work
+    whatever the checkouts' shape (`core/deletion.py`); never through a symbolic link."""
+    from ..core.deletion import delete_trees
 
-        # A big checkout's folders are deleted side by side: unlinking is kernel time,
-        # and one thread leaves the other cores idle.
-        folders = folders_to_share(trash)
-        if len(folders) >= PARALLEL_DELETE_FOLDERS:
-            g.map_parallel(lambda path: shutil.rmtree(path, ignore_errors=True), folders)
-        shutil.rmtree(trash, ignore_errors=True)
-
-
-PARALLEL_DELETE_FOLDERS = 8
-SHARE_DEPTH = 4  # levels looked into for enough folders to delete side by side
-
-
-def folders_to_share(path: str) -> list[str]:
-    """Folders under `path` that split its deletion among threads: its top-level folders,
-    or, while there are fewer than PARALLEL_DELETE_FOLDERS, the folders one level deeper
-    (a checkout whose files all sit under `src/` still deletes in parallel). A folder with
-    no subfolder stays a unit; the files beside folders go with the final deletion.
-    Symbolic links are never followed."""
-    level = _subfolders(path)
-    for _depth in range(SHARE_DEPTH):
-        if len(level) >= PARALLEL_DELETE_FOLDERS:
-            break
-        deeper = [(folder, _subfolders(folder)) for folder in level]
-        if not any(subs for _folder, subs in deeper):
-            break
-        level = [sub for folder, subs in deeper for sub in (subs or [folder])]
-    return level
-
-
-def _subfolders(path: str) -> list[str]:
-    """The real (not symlinked) folders directly inside `path`."""
-    try:
-        with os.scandir(path) as found:
-            return [e.path for e in found if e.is_dir(follow_symlinks=False)]
-    except OSError:
-        return []
+    delete_trees([trash for trash in trashes if trash])
 
 
 _TRASH_NAME = re.compile(r".+-[0-9a-f]{32}")  # `.trash/<bucket>-<name>-<32 hex>`
@@ -330,8 +296,7 @@ def empty_trash(root: Root, prefix: str = "") -> int | None:
     except FileNotFoundError:
         return 0
     ours = trash_leftovers(root, prefix)
-    for name in ours:
-        delete_trash(f"{root.trash}/{name}")
+    delete_trash(*(f"{root.trash}/{name}" for name in ours))
     return len(ours)
 
 
@@ -350,7 +315,10 @@ def leftover_trash(claim: Claim) -> list[str]:
 def drop_record_and_folders(claim: Claim, lease: bool = True) -> None:
     """The record goes, and with it the worktree's port lease (`lease` False: the caller
     gives back many at once)."""
+    from ..core.index_cache import forget
+
     unlink_if_exists(claim.record_path)
+    forget(claim.root.home, claim.bucket, claim.name)  # `vwt conflicts`' copy of its index
     if lease:
         from .leasing import release
 
@@ -433,7 +401,7 @@ def remove_all(doomed: Sequence[Doomed],
     if delete is not None:
         delete([t for t in trashes if t])
     else:
-        g.map_parallel(delete_trash, trashes)
+        delete_trash(*trashes)
     return results
 
 
