@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from benchmarks import agents, collisions, landing, many, pool, queue, ready, runtime
+from benchmarks import agents, collisions, landing, many, pool, processes, queue, ready, runtime
 from benchmarks.cases import Config, b1, b2, b3, b4, b5, b6
 from benchmarks.measure import Outcome
 
@@ -38,6 +38,8 @@ BENCHMARKS: dict[str, Bench] = {
         Bench("B15", "env NAME --json among 1,000 leased worktrees vs --version", 1.5,
               runtime.b15),
         Bench("B16", "land of 8 worktrees vs a rebase + gate + ff merge loop", 1.5, queue.b16),
+        Bench("B17", "ps --all --json, 200 worktrees, 500 processes, vs a raw /proc walk", 4.0,
+              processes.b17),
         Bench("B19", "activity set (an agent's hook line) vs --version", 4.0, agents.b19),
     )
 }

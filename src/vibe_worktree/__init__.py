@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .lifecycle.listing import Listed, WorktreeStatus
     from .lifecycle.prune import PruneResult
     from .lifecycle.remove import Removal, Snapshot
+    from .runtime.ps import PsReport
 
 _EXPORTS = {
     "Worktrees": "api", "Listed": "lifecycle.listing", "WorktreeStatus": "lifecycle.listing",
@@ -32,12 +33,13 @@ _EXPORTS = {
     "ConflictsResult": "landing.collisions", "CollisionPair": "landing.collisions",
     "WorktreeCollisions": "landing.collisions",
     "MergeResult": "landing.merge", "SyncResult": "landing.sync",
+    "PsReport": "runtime.ps",
 }
 
 __all__ = [
     "Carried", "CollisionPair", "ConflictsResult", "Created", "Listed", "MergeResult",
-    "PruneResult", "Removal", "Snapshot", "SyncResult", "VwtError", "WorktreeCollisions",
-    "WorktreeStatus", "Worktrees", "__version__",
+    "PruneResult", "PsReport", "Removal", "Snapshot", "SyncResult", "VwtError",
+    "WorktreeCollisions", "WorktreeStatus", "Worktrees", "__version__",
 ]
 
 

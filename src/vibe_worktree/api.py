@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from .lifecycle.prune import PruneResult
     from .lifecycle.remove import Confirm, Removal, Snapshot
     from .runtime.env import EnvDocument, PortDocument
+    from .runtime.ps import PsReport
 
 Warn = Callable[[str], None]
 HOLDER_ENV = "VWT_HOLDER_ID"
@@ -201,6 +202,20 @@ class Worktrees:
             where = collisions.normalise_path(path, toplevel)
         return collisions.forecast(self.root, buckets, collisions.Scope(name, where))
 
+    def ps(self, name: str | None = None, *, all_repos: bool = False) -> PsReport:
+        """What runs inside each managed worktree of this repository (every repository with
+        `all_repos`; NAME's alone when given), and who listens on each port of its lease
+        (SPEC §17): `result.mismatches` are lease ports served from another folder.
+        Changes nothing."""
+        from .runtime.ps import report
+
+        if name is not None and all_repos:
+            raise VwtError("NAME and --all do not go together; NAME is in this repository", 2)
+        if name is not None:
+            require_trusted(require_entry(self.claim(name)))
+        buckets = self.root.buckets() if all_repos else [self.repo.bucket]
+        return report(self.root, buckets, name)
+
     def _toplevel_or_none(self) -> str | None:
         repo = self._repo_or_none()
         return repo.info.toplevel if repo else None
@@ -280,12 +295,15 @@ class Worktrees:
     def remove(self, name: str, *, confirm_dirty: bool | Confirm = False,
                delete_branch: bool | None = None, confirm_branch: Confirm | None = None,
                own_holders: Sequence[str] = (), hooks: bool = True,
-               ask_hook: Ask | None = None) -> Removal:
+               ask_hook: Ask | None = None, stop: bool = False) -> Removal:
         """Remove NAME safely. Dirty work needs `confirm_dirty` (and is snapshotted first).
 
         `own_holders`: the caller's own holder ids, which do not count as a live session
         (`VWT_HOLDER_ID`, set by `vwt run`, is always among them). `hooks`: run the
         pre_remove hooks first (a failing one stops the removal: outcome hook_failed).
+        Processes running inside it (this one and its ancestors excepted) keep it
+        (`kept_in_use`, `result.processes`); `stop`: stop them first (SIGTERM, up to 5 s,
+        SIGKILL; `result.stopped`).
         """
         from .lifecycle import remove as _remove
 
@@ -297,6 +315,7 @@ class Worktrees:
             confirm_branch=confirm_branch or _remove.never,
             ignore_holders=frozenset(own),
             pre_remove=self._pre_remove(ask_hook) if hooks else None,
+            stop_processes=stop, warn=self.warn,
         )
 
     def _pre_remove(self, ask: Ask | None) -> _remove.PreRemove:

@@ -13,7 +13,7 @@ import pytest
 from conftest import squash_merge_on_the_forge, tree_files
 
 MERGE_KEYS = {"name", "outcome", "into", "mode", "commit", "conflicts", "removed",
-              "branch_deleted", "snapshot_ref", "head", "hooks"}
+              "branch_deleted", "snapshot_ref", "head", "hooks", "kept_reason"}
 
 
 def merge(vwt, *args, code=0):

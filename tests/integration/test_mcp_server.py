@@ -7,6 +7,7 @@ import json
 import subprocess
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -226,6 +227,7 @@ def test_every_tool_result_matches_its_schema(box: Box) -> None:
         assert (await checked(client, "prune", keep=0, dry_run=True,
                               max_size="1G"))["freed_bytes"] == 0
         assert (await checked(client, "pool"))["pools"][0]["ready"] == 0
+        assert (await checked(client, "ps"))["mismatches"] == []
         missing = await client.call_tool("remove", {"name": "nobody"})
         assert missing.is_error
         assert_matches_schema("mcp-remove", missing.structured_content)
@@ -233,6 +235,37 @@ def test_every_tool_result_matches_its_schema(box: Box) -> None:
         assert seen == tools
 
     with_client(box, body)
+
+
+def test_ps_is_the_cli_document_and_check_is_an_error_on_a_mismatch(box: Box) -> None:
+    import socket
+    import sys
+
+    path = box.new("web")["path"]
+    port = box.ok("port", "web", "--json").json()["port"]
+    server = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind",
+                               "127.0.0.1"], cwd=box.repo, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+
+        async def body(client: Client) -> None:
+            found = await call(client, "ps")
+            assert found == box.ok("ps", "--json").json()
+            assert found["mismatches"][0]["pid"] == server.pid
+            checked = await client.call_tool("ps", {"name": "web", "check": True})
+            assert checked.is_error
+            assert_matches_schema("mcp-ps", checked.structured_content)
+            assert Path(path).is_dir()
+
+        with_client(box, body)
+    finally:
+        server.kill()
+        server.wait()
 
 
 def test_errors_are_tool_errors_with_the_cli_message(box: Box) -> None:

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from vibe_worktree.core.processes import Process, TimedOut, find_program, processes_inside
+from vibe_worktree.core.processes import Process, TimedOut, find_program
+from vibe_worktree.core.proctable import processes_inside
 
 SH = find_program("sh", os.environ.get("PATH"))
 assert SH is not None

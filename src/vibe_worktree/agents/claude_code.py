@@ -254,6 +254,11 @@ def worktree_remove(root: Root, payload: dict[str, Any]) -> int:
         raise VwtError(f"{path} does not belong to the repository at {record.repo_root}; "
                        "nothing removed")
     result = repo_wt.remove(claim.name, confirm_dirty=True, own_holders=own)
+    if result.processes:  # the agent that asked, and its ancestors, are not among them
+        from ..core.proctable import describe
+
+        raise VwtError(f"{claim.name} kept: {describe(result.processes)}; nothing removed "
+                       f"(stop them, or: vwt rm {claim.name} --stop)")
     if result.outcome != REMOVED:
         raise VwtError(f"{claim.name} kept ({result.outcome}): {result.message}")
     activity.forget(root.home, claim)

@@ -133,10 +133,12 @@ def merge(home: str, body: dict[str, Any], warn: Callable[[str], None]) -> Outco
     data: dict[str, object] = result.to_json()
     outcome = str(data.get("outcome"))
     into = data.get("into") or "the target"
+    kept = f"; {getattr(result, 'message', '')}" if data.get("kept_reason") else ""
     if outcome == "merged":
-        return Outcome(DONE, f"merged {name} into {into} ({str(data.get('commit'))[:12]})", data)
+        return Outcome(DONE, f"merged {name} into {into} ({str(data.get('commit'))[:12]})"
+                       f"{kept}", data)
     if outcome == "up_to_date":
-        return Outcome(DONE, f"{name} was already in {into}; nothing to merge", data)
+        return Outcome(DONE, f"{name} was already in {into}; nothing to merge{kept}", data)
     conflicts = data.get("conflicts") or []
     if outcome == "conflict" and isinstance(conflicts, list):
         shown = ", ".join(str(c) for c in conflicts[:5]) + (", …" if len(conflicts) > 5 else "")

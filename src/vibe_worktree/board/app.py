@@ -130,11 +130,23 @@ class Board:
         wt = Worktrees(home=self.home, warn=lambda _message: None)
         rows = model.rows(wt)
         marks = self._collisions(wt, rows)
+        inside = self._running(wt)
         for row in rows:
             row["collisions"] = marks.get((str(row["bucket"]), str(row["name"])))
+            row["running"] = inside.get((str(row["bucket"]), str(row["name"])))
         return json.dumps({"home": wt.root.home, "can_merge": hasattr(wt, "merge"),
                            "can_land": hasattr(wt, "land"), "worktrees": rows},
                           ensure_ascii=True)
+
+    @staticmethod
+    def _running(wt: Worktrees) -> dict[tuple[str, str], dict[str, object]]:
+        """What runs in each worktree: one look at the process table, every refresh (a few
+        milliseconds), so a server started or stopped shows within the next one."""
+        try:
+            return model.running(wt)
+        except (VwtError, OSError) as exc:
+            print(f"vwt: warning: reading the processes failed: {exc}", file=sys.stderr)
+            return {}
 
     def _collisions(self, wt: Worktrees, rows: list[dict[str, object]]
                     ) -> dict[tuple[str, str], dict[str, object]]:

@@ -53,6 +53,22 @@ def rows(wt: Worktrees) -> list[dict[str, object]]:
     return found
 
 
+def running(wt: Worktrees) -> dict[tuple[str, str], dict[str, object]]:
+    """(bucket, name) -> what runs inside that worktree (`vwt ps --all`): its leased ports,
+    a link to each port a process inside listens on, the processes, and the mismatches
+    (a leased port served from another folder)."""
+    found: dict[tuple[str, str], dict[str, object]] = {}
+    for item in wt.ps(all_repos=True).worktrees:
+        found[(item.bucket, item.name)] = {
+            "ports": list(item.ports),
+            "links": [{"port": int(url.rsplit(":", 1)[1].rstrip("/")), "url": url}
+                      for url in item.links],
+            "processes": [p.to_json() for p in item.processes],
+            "mismatches": [m.message for m in item.mismatches],
+        }
+    return found
+
+
 def collisions(wt: Worktrees) -> dict[tuple[str, str], dict[str, object]]:
     """(bucket, name) -> where that worktree will conflict (`vwt conflicts --all`, §13):
     with its target and with other sessions. Empty when this version cannot tell."""

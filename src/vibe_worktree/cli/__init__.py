@@ -251,6 +251,9 @@ SUBCOMMANDS: dict[str, tuple[str, str, str, bool]] = {
              "environment)", "runtime:cmd_port", "worktrees:name_arg", True),
     "env": ("print a worktree's environment: VWT_*, PORT, COMPOSE_PROJECT_NAME, its [env] "
             "table; --shell for lines to eval", "runtime:cmd_env", "runtime:env_args", True),
+    "ps": ("the processes running inside each worktree, the ports they listen on, and who "
+           "serves each leased port",
+           "runtime:cmd_ps", "runtime:ps_args", True),
     "status": ("inspect what removing a worktree would lose",
                "worktrees:cmd_status", "worktrees:name_arg", True),
     "run": ("run a command inside a worktree while holding it",
@@ -318,10 +321,13 @@ EXAMPLES: dict[str | None, str] = {
     "port": "vwt port web --json",
     "env": ('vwt env web --json\neval "$(vwt env --shell sh)"   # inside the worktree\n'
             "vwt env web --shell fish | source"),
+    "ps": ("vwt ps\nvwt ps web --check   # before testing the server on web's port\n"
+           "vwt ps --all --json"),
     "status": "vwt status feature --json",
     "run": "vwt run feature -- make test",
     "shell": "vwt shell feature",
-    "rm": "vwt rm feature\nvwt rm feature -y --delete-branch --json",
+    "rm": ("vwt rm feature\nvwt rm feature -y --delete-branch --json\n"
+           "vwt rm feature --stop   # stop the dev server running in it first"),
     "snapshot": "vwt snapshot feature",
     "restore": "vwt restore feature",
     "prune": "vwt prune --dry-run\nvwt prune --keep 5 --json\nvwt prune --merged",

@@ -96,7 +96,8 @@ def describe(result: LandResult, into: str) -> str:
         if result.gate is not None:
             what.append(f"gate {result.gate.seconds:.1f} s")
         what.append("worktree removed" if result.removed else "worktree kept")
-        return f"{head}: into {into} at {(result.commit or '')[:12]} ({', '.join(what)})"
+        why = f"; {result.message}" if result.message else ""  # kept: processes run in it
+        return f"{head}: into {into} at {(result.commit or '')[:12]} ({', '.join(what)}){why}"
     if result.outcome == "up_to_date":
         gone = " (worktree removed)" if result.removed else ""
         return f"{head}: already in {into}{gone}"

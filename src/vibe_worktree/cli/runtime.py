@@ -1,4 +1,4 @@
-"""What runs in a worktree: port, env.
+"""What runs in a worktree: port, env, ps.
 
 `vwt env` is light (dispatched without a `Worktrees`, see `cli._LIGHT`): shells and scripts
 call it often, so it reads the few files it needs through `runtime.env` directly and
@@ -10,14 +10,15 @@ from __future__ import annotations
 import os
 import sys
 
-from ..core.errors import EXIT_OK, VwtError
-from .output import print_json
+from ..core.errors import EXIT_ERROR, EXIT_OK, VwtError
+from .output import all_outside_a_repo, print_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
     from ..api import Worktrees
+    from ..runtime.ps import PsReport, WorktreeProcesses
 
 SHELLS = ("sh", "fish")  # the `--shell` choices (lifecycle.environment.for_shell)
 
@@ -61,3 +62,58 @@ def cmd_env(_wt: None, ns: argparse.Namespace) -> int:
     # bytes as they are: a path that is not UTF-8 comes back as it was
     sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape"))
     return EXIT_OK
+
+
+# -- vwt ps ---------------------------------------------------------------------------------
+def ps_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", nargs="?", metavar="NAME",
+                   help="only this worktree (default: every worktree of this repository)")
+    p.add_argument("--all", action="store_true", help="every repository's worktrees")
+    p.add_argument("--check", action="store_true",
+                   help="exit 1 when a port of a lease is served from another folder")
+
+
+def cmd_ps(wt: Worktrees, ns: argparse.Namespace) -> int:
+    all_repos = ns.all if ns.name is not None else all_outside_a_repo(wt, ns.all)
+    found = wt.ps(ns.name, all_repos=all_repos)
+    if ns.json:
+        print_json(found.to_json())
+    elif not found.worktrees:
+        print("no managed worktrees", file=sys.stderr)
+    else:
+        for line in ps_lines(found):
+            print(line)
+    for item in found.worktrees:
+        for pid in item.unreadable:
+            print(f"vwt: warning: pid {pid.pid} ({pid.command}), another user's process, may "
+                  f"be running inside {item.name}; vwt may not see where it runs",
+                  file=sys.stderr)
+    mismatches = found.mismatches
+    if ns.check and mismatches:
+        print(f"vwt: error: {mismatches[0].message}"
+              + (f" (and {len(mismatches) - 1} more)" if len(mismatches) > 1 else ""),
+              file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def ps_lines(found: PsReport) -> list[str]:
+    """Each worktree, its lease and the processes inside it; then each mismatch."""
+    several = len({w.bucket for w in found.worktrees}) > 1
+    lines = []
+    for item in found.worktrees:
+        lines += _worktree_lines(item, f"{item.bucket}/{item.name}" if several else item.name)
+    return lines + [m.message for m in found.mismatches]
+
+
+def _worktree_lines(item: WorktreeProcesses, label: str) -> list[str]:
+    ports = f"ports {' '.join(map(str, item.ports))}" if item.ports else "no ports"
+    if not item.processes:
+        return [f"{label} ({ports}): nothing runs inside"]
+    count = len(item.processes)
+    lines = [f"{label} ({ports}): {count} process{'' if count == 1 else 'es'}"]
+    width = max(len(str(p.pid)) for p in item.processes)
+    for proc in item.processes:
+        listening = " ".join(map(str, proc.listening))
+        lines.append(f"  {proc.pid:>{width}}  {listening or '-':<11} {proc.command}".rstrip())
+    return lines

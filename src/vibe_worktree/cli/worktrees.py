@@ -94,6 +94,9 @@ def rm_args(p: argparse.ArgumentParser) -> None:
                    help="remove dirty work without asking (a snapshot is kept)")
     p.add_argument("--delete-branch", action="store_true",
                    help="also delete a branch that existed before")
+    p.add_argument("--stop", action="store_true",
+                   help="stop the processes running inside it first (SIGTERM, then SIGKILL "
+                        "after 5 s)")
     no_hooks_flag(p)
 
 
@@ -237,11 +240,14 @@ def cmd_rm(wt: Worktrees, ns: argparse.Namespace) -> int:
     confirm_branch: Any = ask_yes_no if terminal else (lambda _q: False)
     result = wt.remove(ns.name, confirm_dirty=confirm_dirty, delete_branch=delete_branch,
                        confirm_branch=confirm_branch, hooks=not ns.no_hooks,
-                       ask_hook=hook_asker())
+                       ask_hook=hook_asker(), stop=ns.stop)
     code = {
         REMOVED: EXIT_OK, FORGOTTEN: EXIT_OK, KEPT_DIRTY: EXIT_NEEDS_CONFIRMATION,
         KEPT_IN_USE: EXIT_HELD, NOT_FOUND: EXIT_ERROR, HOOK_FAILED: EXIT_ERROR,
     }[result.outcome]
+    if result.stopped:
+        print(f"vwt: stopped pid {', '.join(map(str, result.stopped))}, which ran inside "
+              f"{result.name}", file=sys.stderr)
     if result.message:
         prefix = "vwt: " if code == EXIT_OK else "vwt: refused: "
         if result.outcome in (NOT_FOUND, HOOK_FAILED):

@@ -31,7 +31,9 @@ INSTRUCTIONS = (
     "(ask the user first; a snapshot is kept) and always refuses a worktree another live "
     "session holds. Worktrees this session creates or restores are held until it disconnects. "
     "Call `conflicts` with `path` before editing a file and with `name` before merging: it "
-    "says which other sessions change the same paths and where they would conflict."
+    "says which other sessions change the same paths and where they would conflict. "
+    "Before testing a server on your worktree's port, call `ps` with `name` and `check`: it "
+    "says whether that port is really served from your worktree."
 )
 DIRECTORY_HELP = "a directory inside the repository (default: where `vwt mcp` was started)"
 
@@ -125,14 +127,14 @@ def _call(action: Any) -> Any:
 
 
 def _remove(session: Session, name: str, confirm: bool, delete_branch: bool,
-            directory: str | None) -> Any:
+            directory: str | None, stop: bool = False) -> Any:
     from ..lifecycle.remove import KEPT_DIRTY, KEPT_IN_USE, NOT_FOUND
 
     wt = session.worktrees(directory)
     # The session keeps its hold while removing, so prune cannot slip in meanwhile; the
     # hold does not block the removal, and goes with the worktree.
     removal = wt.remove(name, confirm_dirty=confirm, delete_branch=True if delete_branch else None,
-                        own_holders=[session.holder_id])
+                        own_holders=[session.holder_id], stop=stop)
     if removal.outcome not in (KEPT_DIRTY, KEPT_IN_USE):
         session.let_go(wt, name)
     data = removal.to_json()
@@ -221,8 +223,8 @@ def _tools(session: Session) -> list[tuple[str, Any]]:
         return _call(lambda: _result(session.worktrees(directory).status(name).to_json()))
 
     def remove(name: str, confirm: bool = False, delete_branch: bool = False,
-               directory: str | None = None) -> Any:
-        return _call(lambda: _remove(session, name, confirm, delete_branch, directory))
+               directory: str | None = None, stop: bool = False) -> Any:
+        return _call(lambda: _remove(session, name, confirm, delete_branch, directory, stop))
 
     def snapshot(name: str, directory: str | None = None) -> Any:
         return _call(lambda: _result(session.worktrees(directory).snapshot(name).to_json()))
@@ -275,6 +277,13 @@ def _tools(session: Session) -> list[tuple[str, Any]]:
             return _result(result.to_json(), is_error=bool(result.refused))
         return _call(run)
 
+    def ps(name: str | None = None, all_repos: bool = False, check: bool = False,
+           directory: str | None = None) -> Any:
+        def run() -> Any:
+            found = session.worktrees(directory).ps(name, all_repos=all_repos)
+            return _result(found.to_json(), is_error=check and bool(found.mismatches))
+        return _call(run)
+
     def pool(all_repos: bool = False, directory: str | None = None) -> Any:
         return _call(lambda: _result({"pools": [p.to_json() for p in session.worktrees(
             directory).pool_status(all_repos=all_repos)]}))
@@ -285,7 +294,7 @@ def _tools(session: Session) -> list[tuple[str, Any]]:
     return [("create", create), ("list", list_worktrees), ("status", status),
             ("remove", remove), ("snapshot", snapshot), ("restore", restore), ("prune", prune),
             ("merge", merge), ("land", land), ("sync", sync), ("conflicts", conflicts),
-            ("foreign", foreign), ("adopt", adopt), ("pool", pool), ("env", env)]
+            ("foreign", foreign), ("adopt", adopt), ("pool", pool), ("env", env), ("ps", ps)]
 
 
 DESCRIPTIONS = {
@@ -326,11 +335,13 @@ DESCRIPTIONS = {
         "Remove worktree NAME safely. Outcome: removed, kept_dirty (uncommitted work or "
         "commits would be lost: nothing changed; ask the user, then call again with "
         "`confirm: true`, which snapshots the work first so `restore` can undo it), "
-        "kept_in_use (another live session holds it; never overridden), not_found, or "
+        "kept_in_use (another live session holds it, never overridden; or processes run "
+        "inside it, listed in `processes`: `stop: true` stops them first, SIGTERM then "
+        "SIGKILL after 5 s, listed in `stopped`), not_found, or "
         "forgotten (a snapshot-only entry: its snapshot ref is deleted too when the target "
         "branch already has all of it, else it stays and snapshot_ref names it). A branch "
         "that existed before is kept unless `delete_branch`. Returns "
-        "{name, outcome, branch_deleted, snapshot_ref, message}."
+        "{name, outcome, branch_deleted, snapshot_ref, hooks, stopped, processes, message}."
     ),
     "snapshot": (
         "Save worktree NAME's full state (untracked files included, ignored excluded) to "
@@ -358,8 +369,10 @@ DESCRIPTIONS = {
         "so `restore` undoes it. Outcomes: merged, up_to_date, kept_dirty, kept_in_use "
         "(another live session holds it; never overridden, not even with `keep`), conflict "
         "(paths in `conflicts`), not_fast_forward, target_moved, target_dirty; all but merged "
-        "change nothing. Returns {name, outcome, into, mode, commit, conflicts, removed, "
-        "branch_deleted, snapshot_ref, head, hooks, message}."
+        "change nothing. Processes running inside the worktree keep it after landing "
+        "(removed false, kept_reason \"processes_running\"). Returns {name, outcome, into, "
+        "mode, commit, conflicts, removed, branch_deleted, snapshot_ref, head, hooks, "
+        "kept_reason, message}."
     ),
     "land": (
         "Land finished worktrees through the local merge queue, one at a time: each is "
@@ -416,6 +429,16 @@ DESCRIPTIONS = {
         "inside), the main working tree, another filesystem, submodules, a detached HEAD, "
         "already managed. Returns {adopted: [{path, name, from, branch, made_by, bucket}], "
         "refused: [{path, reason, message}]}; an error result when any was refused."
+    ),
+    "ps": (
+        "Which processes run inside each managed worktree of the repository (NAME's alone "
+        "with `name`; every repository with `all_repos`) and who listens on each port of its "
+        "lease: {worktrees: [{name, bucket, path, ports, processes: [{pid, command, "
+        "listening}], port_owners: [{port, pid, command, cwd, inside, uid}], unreadable}], "
+        "mismatches: [{name, bucket, port, pid, cwd, message}]}. A mismatch is a port of a "
+        "worktree's lease served by a process from another folder: call it with your "
+        "worktree's `name` and `check: true` (an error result when there is a mismatch) "
+        "before you test the server you think is yours. Changes nothing."
     ),
     "pool": (
         "The warm pool of ready worktrees (setup hooks already run) that `create` takes "

@@ -479,8 +479,8 @@ def _landed(job: _Job, claim: Claim, gated: str, result: LandResult) -> LandResu
     landed = _merge_if_unmoved(job, claim, gated)
     outcome = landed.outcome
     message = landed.message
-    if outcome == MERGED:
-        message = ""  # the line that says it landed says it all
+    if outcome == MERGED and landed.kept_reason is None:
+        message = ""  # the line that says it landed says it all (not why it is still there)
     elif outcome == KEPT_DIRTY and result.gate is not None:  # clean before the gate ran
         message = (f"the gate left changes in {claim.name}, so what it checked is not what "
                    "would land; nothing landed (have the gate clean up, or ignore those files)")

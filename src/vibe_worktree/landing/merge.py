@@ -29,14 +29,17 @@ from ..core.index_files import IndexBusy
 from ..core.integration import Tips, check, read_tips
 from ..core.layout import Claim
 from ..core.locks import acquire_holder, landing_lock, new_holder_id
+from ..core.proctable import describe
 from ..core.records import write_record
 from ..lifecycle.remove import (
+    PROCESSES_RUNNING,
     Doomed,
     Target,
     acquire_removal,
     delete_leftover_trash,
     inspect,
     leftover_trash,
+    processes_using,
     remove_all,
     snapshot,
     snapshot_problem,
@@ -100,6 +103,7 @@ class MergeResult(NamedTuple):
     head: str | None = None  # the worktree's HEAD when the command finished
     message: str = ""  # what a person should know
     hooks: tuple[HookResult, ...] = ()  # pre_merge, pre_remove, post_merge, as they ran
+    kept_reason: str | None = None  # why a worktree to be removed stays (processes_running)
 
     @property
     def exit_code(self) -> int:
@@ -111,6 +115,7 @@ class MergeResult(NamedTuple):
             "commit": self.commit, "conflicts": list(self.conflicts), "removed": self.removed,
             "branch_deleted": self.branch_deleted, "snapshot_ref": self.snapshot_ref,
             "head": self.head, "hooks": [h.to_json() for h in self.hooks],
+            "kept_reason": self.kept_reason,
         }
 
 
@@ -421,7 +426,8 @@ def _finish(target: Target, inspection: Inspection, result: MergeResult, ref: st
             into: str = "") -> MergeResult:
     """Step 7: remove the worktree as `rm` would (a recovery record keeps the snapshot
     restorable), or with `keep`, move it onto the landed commit. A failing pre_remove
-    hook keeps the worktree (what landed stays landed)."""
+    hook keeps the worktree (what landed stays landed), and so do processes running
+    inside it: it then stays exactly as it was, its commits now in the target."""
     if request.keep:
         if new_tip is None:
             return result
@@ -430,6 +436,11 @@ def _finish(target: Target, inspection: Inspection, result: MergeResult, ref: st
             g.reset_keep(housekeeping_git(target.checkout), new_tip)
         write_record(target.claim.record_path, target.record.with_base(new_tip))
         return result._replace(head=new_tip)
+    running = processes_using([target.claim])[target.claim]
+    if running:
+        name = target.claim.name
+        return result._replace(kept_reason=PROCESSES_RUNNING, message=(
+            f"{name} is kept: {describe(running)}; stop them, then vwt rm {name}"))
     if run_hooks is not None:
         ran, stop = run_hooks("pre_remove", target, into, target.claim.checkout)
         result = result._replace(hooks=result.hooks + ran)

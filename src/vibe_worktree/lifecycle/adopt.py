@@ -17,7 +17,7 @@ from ..core.faults import checkpoint
 from ..core.layout import Claim, Root, is_empty_dir
 from ..core.locks import STARTING, Holder, acquire_holder, prune_lock
 from ..core.names import candidate_names, path_segment_problem, random_slug, slugify
-from ..core.processes import processes_inside
+from ..core.proctable import processes_inside
 from ..core.records import Record, utc_now
 from . import leasing
 from .adoption import (

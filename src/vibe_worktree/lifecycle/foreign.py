@@ -16,7 +16,7 @@ from ..core import git as g
 from ..core.errors import VwtError
 from ..core.integration import Integration, Tips, cheap_check, finish_checks, read_tips
 from ..core.layout import Root, bucket_name
-from ..core.processes import processes_inside
+from ..core.proctable import processes_inside
 from .adoption import linked_checkout
 from .worktrees import Checkout, housekeeping_git, load_entry
 

@@ -58,7 +58,7 @@ def sweep_stale_holders(root: Root, dry_run: bool, reserved: set[tuple[str, str]
 def _worked_in(folder: str) -> bool:
     """Some process has its current directory in `folder` (git checking files out there
     runs in it, and so do the filters it starts)."""
-    from ..core.processes import processes_inside
+    from ..core.proctable import processes_inside
 
     return bool(processes_inside([folder])[folder])
 

@@ -165,9 +165,11 @@ class WorktreeStatus(NamedTuple):
         )
 
 
-def _ports(entry: Entry, record: Record | None, ports: PortFinder) -> tuple[int, ...] | None:
+def shown_ports(entry: Entry, record: Record | None, ports: PortFinder
+                ) -> tuple[int, ...] | None:
     """A ready worktree's ports (its hash block while it has no lease, as `vwt port` says);
-    for the others, their lease's if they have one: no app runs where there is no checkout."""
+    for the others, their lease's if they have one: no app runs where there is no checkout.
+    What `list`, `status` and `vwt ps` show."""
     if record is None:
         return None
     if entry.state != READY:
@@ -195,7 +197,7 @@ def _listed(entry: Entry, holders: list[str], ports: PortFinder) -> Listed:
         session=_made_by(record, "session"),
         setup=setup_state.state(record, holders)
         if record is not None and entry.state == READY else None,
-        ports=_ports(entry, record, ports),
+        ports=shown_ports(entry, record, ports),
     )
 
 

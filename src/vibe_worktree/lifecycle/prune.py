@@ -24,11 +24,13 @@ from ..core.records import CorruptRecord, read_limited
 from . import leasing, repair
 from .leftovers import live as _live
 from .remove import (
+    PROCESSES_RUNNING,
     Doomed,
     SnapshotFailed,
     acquire_removal,
     existing_snapshot,
     inspect,
+    processes_using,
     remove_all,
     snapshot_commit,
     snapshot_problem,
@@ -333,14 +335,43 @@ def _reap(batch: list[Entry], dry_run: bool, result: PruneResult, reasons: Reaso
                                           else "held"))
             else:
                 free.append(entry)
+        free = _not_running(free, result)
         return sum(_plan(entry, result, reasons.get(id(entry), RETENTION)) for entry in free)
-    holds = _take_removal_holds(batch, result, root)
+    holds = _let_go_of_running(_take_removal_holds(batch, result, root), result)
     try:
         return _remove_held(holds, result, reasons)
     finally:
         for entry, holder in holds:
             holder.release()
             tidy_claim_folders(entry.claim)
+
+
+def _running(batch: list[Entry], result: PruneResult) -> list[Entry]:
+    """The worktrees of `batch` that processes run inside (SPEC §17), each reported kept
+    with the reason `processes_running`: retention never removes one, held or not. Only
+    this prune itself is spared, not its ancestors: a shell standing in the worktree is
+    someone working there."""
+    using = processes_using([e.claim for e in batch], spare_callers=False)
+    running = [e for e in batch if using[e.claim]]
+    result.kept.extend(_label(e, reason=PROCESSES_RUNNING) for e in running)
+    return running
+
+
+def _not_running(batch: list[Entry], result: PruneResult) -> list[Entry]:
+    running = {id(e) for e in _running(batch, result)}
+    return [e for e in batch if id(e) not in running]
+
+
+def _let_go_of_running(holds: list[tuple[Entry, Holder]], result: PruneResult
+                       ) -> list[tuple[Entry, Holder]]:
+    """The removal holds of worktrees nothing runs inside; the others are let go again.
+    Looked at while held, so no new session can attach in between."""
+    running = {id(e) for e in _running([entry for entry, _holder in holds], result)}
+    for entry, holder in holds:
+        if id(entry) in running:
+            holder.release()
+            tidy_claim_folders(entry.claim)
+    return [pair for pair in holds if id(pair[0]) not in running]
 
 
 def _take_removal_holds(batch: list[Entry], result: PruneResult, root: Root

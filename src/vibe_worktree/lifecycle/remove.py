@@ -19,6 +19,7 @@ from ..core.faults import checkpoint
 from ..core.files import copy_index
 from ..core.layout import Claim, Root, ensure_dir, rmdir_if_empty, unlink_if_exists
 from ..core.locks import REMOVING, Holder, acquire_holder, new_holder_id, prune_lock
+from ..core.proctable import KILLED, TERMINATED, Proc, describe, scan, stop, users
 from ..core.records import Record, Recovery, utc_now, write_recovery
 from ..core.ref_locks import deleting_refs
 from .worktrees import (
@@ -45,6 +46,7 @@ KEPT_IN_USE = "kept_in_use"
 NOT_FOUND = "not_found"
 FORGOTTEN = "forgotten"
 HOOK_FAILED = "hook_failed"
+PROCESSES_RUNNING = "processes_running"  # what keeps a worktree that processes run inside
 
 
 TYPE_CHECKING = False
@@ -72,12 +74,15 @@ class Removal(NamedTuple):
     snapshot_ref: str | None
     message: str = ""  # what a person should know (what would be lost, why a branch stayed)
     hooks: tuple[HookResult, ...] = ()  # the pre_remove hooks that ran (or were skipped)
+    stopped: tuple[int, ...] = ()  # the processes `--stop` stopped first
+    processes: tuple[Proc, ...] = ()  # those running inside that kept it (kept_in_use)
 
     def to_json(self) -> dict[str, object]:
         return {
             "name": self.name, "outcome": self.outcome,
             "branch_deleted": self.branch_deleted, "snapshot_ref": self.snapshot_ref,
-            "hooks": [h.to_json() for h in self.hooks],
+            "hooks": [h.to_json() for h in self.hooks], "stopped": list(self.stopped),
+            "processes": [{"pid": p.pid, "command": p.command} for p in self.processes],
         }
 
 
@@ -544,6 +549,49 @@ def acquire_removal(claim: Claim, ignore: frozenset[str]) -> Holder:
     return acquire_holder(claim, REMOVING, exclusive=True, ignore=ignore)
 
 
+# -- processes inside (SPEC §17): a worktree something runs in is not removed ------------
+def processes_using(claims: Sequence[Claim], spare_callers: bool = True
+                    ) -> dict[Claim, list[Proc]]:
+    """claim -> the processes whose current directory is inside its checkout, held or not.
+    This process never counts; with `spare_callers` nor do its ancestors (an explicit
+    removal: the shell in the worktree that typed `vwt rm`, the agent whose hook runs it,
+    are the ones asking); retention spares only itself, so a shell of yours standing in
+    a worktree keeps it."""
+    present = [c.checkout for c in claims if os.path.isdir(c.checkout)]
+    found = users(present, spare=None if spare_callers else {os.getpid()}) if present else {}
+    return {c: found.get(c.checkout, []) for c in claims}
+
+
+class Cleared(NamedTuple):
+    stopped: tuple[int, ...]  # stopped by `stop`
+    running: tuple[Proc, ...]  # still inside: the worktree must stay
+
+
+def clear_processes(claim: Claim, stop_them: bool, warn: Warn) -> Cleared:
+    """The processes running inside the checkout (the caller and its ancestors excepted);
+    with `stop_them`, they are stopped first (SIGTERM, up to 5 s, SIGKILL) and the
+    checkout is looked at again: what runs there then (a restarted server) still keeps it.
+    Processes vwt may not inspect that may be inside are named in a warning, not counted."""
+    if not os.path.isdir(claim.checkout):
+        return Cleared((), ())
+    table = scan()
+    for pid in table.may_be_inside(claim.checkout):
+        warn(f"pid {pid} ({table.command(pid)}), another user's process, may be running "
+             f"inside {claim.name}; vwt may not see where it runs, so it does not count")
+    running = users([claim.checkout], table)[claim.checkout]
+    if not running or not stop_them:
+        return Cleared((), tuple(running))
+    done = stop(running, claim.checkout)
+    stopped = tuple(s.pid for s in done if s.how in (TERMINATED, KILLED))
+    return Cleared(stopped, tuple(processes_using([claim])[claim]))
+
+
+def in_use_message(name: str, running: Sequence[Proc]) -> str:
+    return (f"{name} is in use: {describe(running)}; nothing removed (stop them, or remove "
+            "it with --stop, which stops them first)")
+
+
+Warn = Callable[[str], None]
 Confirm = Callable[[str], bool]
 # Runs the pre_remove hooks of a worktree about to go: their results, and why the
 # removal must stop (None to go on).
@@ -563,8 +611,12 @@ def remove_worktree(
     confirm_branch: Confirm = never,
     ignore_holders: frozenset[str] = frozenset(),
     pre_remove: PreRemove | None = None,
+    stop_processes: bool = False,
+    warn: Warn = lambda _message: None,
 ) -> Removal:
-    """`vwt rm`: the rules of the spec, in order; refusals are outcomes, not errors."""
+    """`vwt rm`: the rules of the spec, in order; refusals are outcomes, not errors. A live
+    holder refuses first; then processes running inside (`stop_processes`: stopped
+    first); then dirty work and the pre_remove hooks."""
     if entry is None:
         if delete_leftover_trash(claim):  # a retry of a removal that was interrupted
             return Removal(claim.name, REMOVED, False, None)
@@ -580,8 +632,15 @@ def remove_worktree(
     except HeldError as exc:
         return Removal(claim.name, KEPT_IN_USE, False, None, exc.message)
     try:
+        cleared = Cleared((), ())
+        if entry.problem is None:
+            cleared = clear_processes(claim, stop_processes, warn)
+        if cleared.running:
+            return Removal(claim.name, KEPT_IN_USE, False, None,
+                           in_use_message(claim.name, cleared.running),
+                           stopped=cleared.stopped, processes=cleared.running)
         return _remove_held(entry, removing, confirm_dirty, delete_branch, confirm_branch,
-                            pre_remove)
+                            pre_remove)._replace(stopped=cleared.stopped)
     finally:
         removing.release()
         tidy_claim_folders(claim)

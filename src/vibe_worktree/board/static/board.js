@@ -86,6 +86,37 @@
     return "";
   }
 
+  // What runs inside (vwt ps): its leased ports, a link to each port a process inside
+  // listens on, and a mark when a leased port is served from another folder.
+  function portsView(row) {
+    const r = row.running;
+    if (!r) return "";
+    const links = new Map(r.links.map((l) => [l.port, l.url]));
+    const ports = [...r.ports, ...r.links.map((l) => l.port).filter((p) => !r.ports.includes(p))];
+    const cell = [];
+    for (const port of ports) {
+      if (cell.length) cell.push(" ");
+      cell.push(links.has(port)
+        ? el("a", { class: "port", href: links.get(port), target: "_blank",
+          rel: "noopener noreferrer", title: `served from inside ${row.name}`, text: port })
+        : el("span", { class: "port", title: "leased; nothing inside listens on it",
+          text: port }));
+    }
+    if (r.mismatches.length) {
+      cell.push(" ", el("span", { class: "badge mismatch", title: r.mismatches.join("\n"),
+        text: "mismatch" }));
+    }
+    return el("span", {}, ...cell);
+  }
+
+  function runningText(row) {
+    const r = row.running;
+    if (!r || !r.processes.length) return r ? "nothing" : null;
+    return r.processes.map((p) =>
+      `pid ${p.pid}${p.listening.length ? ` (:${p.listening.join(", :")})` : ""}: ${p.command}`)
+      .join("; ");
+  }
+
   function actionButton(label, action, row, handler, danger) {
     return el("button", {
       type: "button", "data-action": action, class: danger ? "danger" : null, text: label,
@@ -149,6 +180,7 @@
       el("td", { class: "branch", text: row.branch || "" }),
       el("td", { class: "state" }, ...stateView(row)),
       el("td", { class: "holders" }, holdersView(row)),
+      columns.ports ? el("td", { class: "ports" }, portsView(row)) : null,
       el("td", { class: "num changes", text: num(row.changes) }),
       el("td", { class: "num ahead", text: num(row.ahead) }),
       columns.behind ? el("td", { class: "num behind", text: num(row.behind) }) : null,
@@ -163,6 +195,7 @@
     const columns = {
       behind: rows.some((r) => "behind" in r),
       integration: rows.some((r) => "integrated" in r),
+      ports: rows.some((r) => r.running && (r.running.ports.length || r.running.links.length)),
     };
     for (const [name, shown] of Object.entries(columns)) {
       document.querySelectorAll(`[data-col="${name}"]`).forEach((n) => { n.hidden = !shown; });
@@ -178,8 +211,10 @@
     const held = rows.filter((r) => r.held).length;
     const dirty = rows.filter((r) => r.changes).length;
     const repos = new Set(rows.map((r) => r.bucket)).size;
+    const mismatched = rows.filter((r) => r.running && r.running.mismatches.length).length;
     $("#summary").textContent =
-      `${rows.length} worktree(s) in ${repos} repositories · ${held} held · ${dirty} dirty`;
+      `${rows.length} worktree(s) in ${repos} repositories · ${held} held · ${dirty} dirty`
+      + (mismatched ? ` · ${mismatched} with a port served from elsewhere` : "");
   }
 
   // -- the detail view ---------------------------------------------------------------------
@@ -207,7 +242,12 @@
       ["changes", row.changes], ["ahead", row.ahead], ["behind", row.behind],
       ["target", row.target], ["integrated", row.integrated],
       ["claimed", row.claimed_at], ["removed", row.removed_at], ["snapshot", row.snapshot_ref],
-      ["collisions", (collisionText(row) || {}).text], ["last active", row.active_at],
+      ["collisions", (collisionText(row) || {}).text],
+      ["ports", row.running && row.running.ports.length ? row.running.ports.join(", ") : null],
+      ["running inside", runningText(row)],
+      ["mismatches", row.running && row.running.mismatches.length
+        ? row.running.mismatches.join("; ") : null],
+      ["last active", row.active_at],
       ["problem", row.problem],
     ];
     $("#detail-facts").replaceChildren(...facts
