@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import NamedTuple
 
 from .errors import ValidationFailed
+from .light import NamedTuple
 
 try:  # the builtin module avoids loading OpenSSL, which `hashlib` does
     from _sha256 import sha256  # type: ignore[import-not-found]

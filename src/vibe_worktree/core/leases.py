@@ -21,12 +21,12 @@ import json
 import os
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
-from typing import NamedTuple
 
 from .config import port_range
 from .errors import VwtError, disk_is_full
 from .files import write_atomically
 from .layout import Root
+from .light import NamedTuple
 from .names import path_segment_problem
 from .ports import port_for
 from .records import MAX_PORTS, port_block

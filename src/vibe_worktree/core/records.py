@@ -11,9 +11,9 @@ import os
 import re
 import time
 from functools import cache
-from typing import NamedTuple
 
 from .files import write_atomically
+from .light import NamedTuple
 from .names import path_segment_problem
 
 TYPE_CHECKING = False  # `typing` is slow to import; mypy treats this as True

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import NamedTuple
+
+from .light import NamedTuple
 
 
 class RepoInfo(NamedTuple):

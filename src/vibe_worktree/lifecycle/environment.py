@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
-from typing import NamedTuple
 
 from ..core.errors import VwtError
+from ..core.light import NamedTuple
 
 try:  # the builtin module avoids loading OpenSSL, which `hashlib` does
     from _sha256 import sha256  # type: ignore[import-not-found]

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import NamedTuple
 
 from ..core import leases
 from ..core.config import port_range
 from ..core.errors import VwtError
 from ..core.layout import Claim, Root
+from ..core.light import NamedTuple
 from ..core.records import CorruptRecord, Record, read_record, write_record
 from .settings import project_file, user_file
 

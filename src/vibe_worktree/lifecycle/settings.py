@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from ..core.errors import VwtError
+from ..core.light import NamedTuple
 from ..core.records import utc_now, write_json_atomically
 
 TYPE_CHECKING = False

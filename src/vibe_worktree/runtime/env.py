@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import NamedTuple
 
 from ..core.errors import NotFound, VwtError
 from ..core.layout import Claim, Root
+from ..core.light import NamedTuple
 from ..core.names import validate_name
 from ..core.records import CorruptRecord, Record, read_record
 
