@@ -13,13 +13,22 @@ import vibe_worktree
 PROJECT = Path(__file__).resolve().parents[2]
 
 
-def test_ci_runs_the_readme_test_command_then_the_wheel_smoke_test():
+def test_ci_runs_the_readme_test_command_then_the_slow_tests_and_benchmarks_then_the_wheel():
     readme = (PROJECT / "README.md").read_text(encoding="utf-8")
     ci = (PROJECT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-    command = next(line for line in ci if "python -m pytest" in line)
-    assert f"```sh\n{command}\n```" in readme
-    assert ci.index(".ci/smoke-wheel") > ci.index(command)
+    command, extra = [line for line in ci if "python -m pytest" in line]
+    assert f"```sh\n{command}\n```" in readme and f"```sh\n{extra}\n```" in readme
+    # the test command tests: no timing in it, and nothing before it that could stop it
+    assert "benchmarks" not in command and command.endswith("python -m pytest -n 2")
+    assert "-m slow" in extra and "benchmarks --quick" in extra
+    assert ci.index(".ci/smoke-wheel") > ci.index("readme_ci_extra || exit 1")
+    assert ci.index("readme_ci_extra || exit 1") > ci.index("readme_test_command || exit 1")
     assert (PROJECT / ".ci" / "smoke-wheel").stat().st_mode & 0o111
+
+
+def test_the_default_run_leaves_the_slow_tests_to_ci():
+    pyproject = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "-m 'not slow'" in pyproject["tool"]["pytest"]["ini_options"]["addopts"]
 
 
 def test_the_version_has_one_source():
