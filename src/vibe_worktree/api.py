@@ -16,15 +16,9 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from .core.errors import NotFound, ValidationFailed, VwtError
+from .core.errors import NotFound, ValidationFailed
 from .core.layout import Claim, Root, resolve_home
-from .core.locks import (
-    Holder,
-    acquire_holder,
-    new_holder_id,
-    prune_lock,
-)
-from .lifecycle import listing, setup_state
+from .lifecycle import listing
 from .lifecycle.listing import Listed, WorktreeStatus
 from .lifecycle.worktrees import (
     BROKEN,
@@ -32,17 +26,17 @@ from .lifecycle.worktrees import (
     ORPHANED,
     READY,
     SNAPSHOT,
-    Entry,
+    Here,
     Repo,
-    open_repo,
     require_entry,
+    require_ready,
     require_trusted,
-    validate_checkout,
 )
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .core.host import Host
+    from .core.locks import Holder
     from .health.doctor import Report as DoctorReport
     from .health.orphans import Repaired
     from .landing.collisions import ConflictsResult
@@ -50,11 +44,10 @@ if TYPE_CHECKING:
     from .landing.merge import MergeResult
     from .landing.sync import SyncResult
     from .lifecycle import create as _create
-    from .lifecycle import remove as _remove
     from .lifecycle.adopt import AdoptResult
     from .lifecycle.create import Created
     from .lifecycle.foreign import Foreign
-    from .lifecycle.hooks import Ask, HookResult
+    from .lifecycle.hooks import Ask
     from .lifecycle.hooks import Listed as ListedHook
     from .lifecycle.pool import PoolStatus
     from .lifecycle.prune import PruneResult
@@ -63,7 +56,6 @@ if TYPE_CHECKING:
     from .runtime.ps import PsReport
 
 Warn = Callable[[str], None]
-HOLDER_ENV = "VWT_HOLDER_ID"
 
 
 def warn_to_stderr(message: str) -> None:
@@ -80,14 +72,12 @@ class Worktrees:
         self.cwd = os.path.abspath(cwd or os.getcwd())
         self.warn = warn
         self.progress = progress
-        self._repo: Repo | None = None
+        self._here = Here(self.root, self.cwd)
 
     @property
     def repo(self) -> Repo:
         """The repository containing `cwd` (NotARepository otherwise)."""
-        if self._repo is None:
-            self._repo = open_repo(self.root, self.cwd)
-        return self._repo
+        return self._here.repo
 
     def claim(self, name: str) -> Claim:
         return self.repo.claim(name)
@@ -136,18 +126,9 @@ class Worktrees:
                       approve: bool = True) -> list[ListedHook]:
         """Approve (or with `approve=False` revoke) project hooks by name, or all of them
         (those imported from another tool's setup file included)."""
-        from .lifecycle.hooks import USER, change_approvals
+        from .lifecycle.hooks import approve_named
 
-        project = [row.hook for row in self.hooks() if row.hook.source != USER]
-        if not all_hooks:
-            if not names:
-                raise VwtError("name the hooks, or pass --all", 2)
-            unknown = [n for n in names if n not in {h.name for h in project}]
-            if unknown:
-                raise NotFound(f"no project hook named {unknown[0]!r}; see vwt hooks")
-            project = [h for h in project if h.name in names]
-        if project:
-            change_approvals(self.root.home, self.repo.bucket, project, approve)
+        approve_named(self.root.home, self.repo.bucket, self.hooks(), names, all_hooks, approve)
         return self.hooks(warn=False)  # a malformed file was named once already
 
     @property
@@ -185,40 +166,18 @@ class Worktrees:
         and with each other. Changes nothing and holds nothing, so it is safe while their
         sessions work. NAME: its own collisions; `path` (a file or folder relative to the
         top level): only who changes it; `all_repos`: every repository."""
-        from .landing import collisions
+        from .landing.collisions import conflicts
 
-        if name is not None and all_repos:
-            raise VwtError("NAME and --all do not go together; NAME is in this repository", 2)
-        buckets = self.root.buckets() if all_repos else [self.repo.bucket]
-        if name is not None:
-            entry = require_entry(self.claim(name))
-            require_trusted(entry)
-            if entry.state != READY:
-                raise VwtError(f"{name} is {entry.state}; only a ready worktree has work to "
-                               "compare")
-        where = None
-        if path is not None:
-            toplevel = self._toplevel_or_none() if os.path.isabs(path) else None
-            where = collisions.normalise_path(path, toplevel)
-        return collisions.forecast(self.root, buckets, collisions.Scope(name, where))
+        return conflicts(self._here, name, all_repos, path)
 
     def ps(self, name: str | None = None, *, all_repos: bool = False) -> PsReport:
         """What runs inside each managed worktree of this repository (every repository with
         `all_repos`; NAME's alone when given), and who listens on each port of its lease
         (SPEC §17): `result.mismatches` are lease ports served from another folder.
         Changes nothing."""
-        from .runtime.ps import report
+        from .runtime.ps import ps
 
-        if name is not None and all_repos:
-            raise VwtError("NAME and --all do not go together; NAME is in this repository", 2)
-        if name is not None:
-            require_trusted(require_entry(self.claim(name)))
-        buckets = self.root.buckets() if all_repos else [self.repo.bucket]
-        return report(self.root, buckets, name)
-
-    def _toplevel_or_none(self) -> str | None:
-        repo = self._repo_or_none()
-        return repo.info.toplevel if repo else None
+        return ps(self._here, name, all_repos)
 
     # -- hold ------------------------------------------------------------------------------
     def hold(self, name: str, holder_id: str | None = None) -> Holder:
@@ -227,54 +186,16 @@ class Worktrees:
         Taken under the prune lock, so retention cannot slip in between the lookup
         and the hold.
         """
-        claim = self.claim(name)
-        with prune_lock(self.root):
-            entry = require_entry(claim)
-            require_trusted(entry)
-            if entry.state != READY:
-                raise VwtError(f"{name} is {entry.state}; it cannot be held")
-            validate_checkout(claim, self.repo.info.common_dir)
-            holder = acquire_holder(claim, holder_id or new_holder_id())
-        try:  # `rm` does not take the prune lock: make sure it did not win meanwhile
-            validate_checkout(claim, self.repo.info.common_dir)
-            require_trusted(require_entry(claim))
-        except BaseException:
-            holder.release()
-            raise
-        return holder
+        from .lifecycle.worktrees import hold
+
+        return hold(self.repo, name, holder_id)
 
     def run(self, name: str, command: Sequence[str], extra_env: dict[str, str] | None = None
             ) -> int:
         """Run `command` inside NAME while holding it; return its exit status."""
-        if not command:
-            raise VwtError("no command given; use: vwt run NAME -- CMD [ARG...]", 2)
-        import signal
-        import subprocess
+        from .runtime.run import run_held
 
-        with self.hold(name) as holder:
-            from .runtime.env import env_document
-
-            env = dict(os.environ)
-            env.update(env_document(holder.claim, self.warn).variables)  # as vwt env says
-            env[HOLDER_ENV] = holder.id
-            env.update(extra_env or {})
-            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-            try:
-                # The child inherits the locked descriptor: should this process die, the
-                # command still holds the worktree for as long as it runs.
-                child = subprocess.Popen(list(command), cwd=holder.claim.checkout, env=env,
-                                         restore_signals=True, pass_fds=(holder.fileno(),))
-            except FileNotFoundError:
-                signal.signal(signal.SIGINT, previous)
-                raise VwtError(f"command not found: {command[0]}", 127) from None
-            except PermissionError:
-                signal.signal(signal.SIGINT, previous)
-                raise VwtError(f"command cannot be run: {command[0]}", 126) from None
-            try:
-                code = child.wait()
-            finally:
-                signal.signal(signal.SIGINT, previous)
-        return 128 - code if code < 0 else code
+        return run_held(self._here, name, command, extra_env, self.warn)
 
     def port(self, name: str) -> PortDocument:
         """The ports of NAME's lease (SPEC §17); a name without a lease (a worktree Vibe
@@ -305,41 +226,24 @@ class Worktrees:
         (`kept_in_use`, `result.processes`); `stop`: stop them first (SIGTERM, up to 5 s,
         SIGKILL; `result.stopped`).
         """
+        from .core.locks import own_holders as own
         from .lifecycle import remove as _remove
+        from .lifecycle.worktrees import load_entry
 
         claim = self.claim(name)
-        ask = confirm_dirty if callable(confirm_dirty) else (lambda _q, v=confirm_dirty: v)
-        own = [*own_holders, *filter(None, [os.environ.get(HOLDER_ENV)])]
         return _remove.remove_worktree(
-            _load(claim), claim, confirm_dirty=ask, delete_branch=delete_branch,
-            confirm_branch=confirm_branch or _remove.never,
-            ignore_holders=frozenset(own),
-            pre_remove=self._pre_remove(ask_hook) if hooks else None,
+            load_entry(claim), claim, confirm_dirty=_remove.asking(confirm_dirty),
+            delete_branch=delete_branch, confirm_branch=confirm_branch or _remove.never,
+            ignore_holders=own(own_holders),
+            pre_remove=_remove.pre_remove_hooks(self.root.home, self.warn, ask_hook)
+            if hooks else None,
             stop_processes=stop, warn=self.warn,
         )
 
-    def _pre_remove(self, ask: Ask | None) -> _remove.PreRemove:
-        def run(target: _remove.Target) -> tuple[tuple[HookResult, ...], str | None]:
-            record, claim = target.record, target.claim
-            if not _any_hooks_file(self.root.home, claim.checkout, record.repo_root):
-                return (), None
-            from .lifecycle import hooks as _hooks
-
-            ctx = _hooks.context(self.root.home, claim.bucket, claim.name, record.branch,
-                                 claim.checkout, record.repo_root, record.base_commit or "",
-                                 warn=self.warn, sparse=bool(record.sparse))
-            return _hooks.before_remove(_hooks.Runner(self.root.home, self.warn, ask), ctx)
-        return run
-
     def snapshot(self, name: str) -> Snapshot:
-        claim = self.claim(name)
-        entry = require_entry(claim)
-        require_trusted(entry)
-        if entry.state != READY:
-            raise VwtError(f"{name} is {entry.state}; there is no checkout to snapshot")
-        from .lifecycle import remove as _remove
+        from .lifecycle.remove import snapshot_held
 
-        return _remove.snapshot_held(entry)
+        return snapshot_held(require_ready(self.claim(name), "there is no checkout to snapshot"))
 
     # -- land ------------------------------------------------------------------------------
     def merge(self, name: str, *, into: str | None = None, mode: str = "squash",
@@ -352,18 +256,15 @@ class Worktrees:
         exceptions. `own_holders` as for `remove`. `hooks`: run the pre_merge, pre_remove
         and post_merge hooks (`ask` as for `create`).
         """
-        from .landing.merge import Request
+        from .core.locks import own_holders as own
+        from .landing.merge import Request, merge_hooks
         from .landing.merge import merge as _merge
 
-        own = frozenset([*own_holders, *filter(None, [os.environ.get(HOLDER_ENV)])])
-        run_hooks = None
         claim = self.claim(name)
-        if hooks and _any_hooks_file(self.root.home, claim.checkout, self.repo.info.repo_root):
-            from .lifecycle.hooks import Runner, for_merge
-
-            run_hooks = for_merge(Runner(self.root.home, self.warn, ask), claim.checkout)
-        request = Request(name, into, mode, message, commit, keep, fetch, own, run_hooks)
-        return _merge(claim, request, self.warn)
+        run_hooks = merge_hooks(self.root.home, self.warn, ask, claim.checkout,
+                                self.repo.info.repo_root) if hooks else None
+        return _merge(claim, Request(name, into, mode, message, commit, keep, fetch,
+                                     own(own_holders), run_hooks), self.warn)
 
     def land(self, names: Sequence[str] = (), *, ready: bool = False, into: str | None = None,
              gate: str | None = None, mode: str = "squash", keep: bool = False,
@@ -424,10 +325,6 @@ class Worktrees:
         entries and the oldest unheld worktrees until all of them take at most that."""
         from .lifecycle.prune import prune
 
-        if isinstance(max_size, str):
-            from .core.disk import parse_size
-
-            max_size = parse_size(max_size)
         return prune(self.root, keep, dry_run, self.warn, merged, max_size)
 
     # -- agent sessions ----------------------------------------------------------------------
@@ -474,62 +371,34 @@ class Worktrees:
         """The git worktrees other tools made (Claude Code, Codex, Cursor, `git worktree
         add`): not managed, the main working tree excepted; of every repository that has a
         bucket with `all_repos`. Changes nothing."""
-        from .lifecycle.foreign import list_foreign, repos_with_buckets
+        from .lifecycle.foreign import foreign_of
 
-        if not all_repos:
-            return list_foreign(self.root, [self.repo.info])
-        repos = {info.common_dir: info for info in repos_with_buckets(self.root)}
-        here = self._repo_or_none()
-        if here is not None:
-            repos.setdefault(here.info.common_dir, here.info)
-        return list_foreign(self.root, list(repos.values()))
+        return foreign_of(self._here, all_repos)
 
     def adopt(self, paths: Sequence[str] = (), *, all_foreign: bool = False) -> AdoptResult:
         """Move each worktree at `paths` (relative to `cwd`), or with `all_foreign` each one
         `foreign()` lists, under management; `result.refused` says which were not, and why
         (nothing of those changed)."""
-        from .lifecycle.adopt import adopt_paths
+        from .lifecycle.adopt import adopt
 
-        if all_foreign == bool(paths):
-            raise VwtError("name the worktrees to adopt (PATH...), or pass --all", 2)
-        wanted = [row.path for row in self.foreign()] if all_foreign else \
-            [os.path.join(self.cwd, p) for p in paths]
-        return adopt_paths(self.root, wanted)
-
-    def _repo_or_none(self) -> Repo | None:
-        from .core.errors import NotARepository
-
-        try:
-            return self.repo
-        except NotARepository:
-            return None
+        return adopt(self._here, paths, all_foreign)
 
     # -- pool ------------------------------------------------------------------------------
     def pool_status(self, *, all_repos: bool = False) -> Sequence[PoolStatus]:
         """The warm pool of this repository (of every repository that has one with
         `all_repos`): configured size, ready and filling entries, their base commit."""
-        from .lifecycle import pool
+        from .lifecycle.pool import statuses
 
-        if not all_repos:
-            repo = self.repo
-            return [pool.status_of(self.root, repo.bucket, repo.info.repo_root)]
-        return [pool.status_of(self.root, bucket, pool.repo_root_of(self.root, bucket))
-                for bucket in pool.pool_buckets(self.root)]
+        return statuses(self._here, all_repos)
 
     def pool_fill(self, size: int | None = None, *, ask: Ask | None = None,
                   fetch: bool = True, progress: Warn | None = None) -> PoolStatus:
         """Fill this repository's pool now, in the foreground, up to `size` (default: the
         configured size); waits for a background filler first. A VwtError names the hook
         that failed when an entry could not be made ready."""
-        from .lifecycle import pool, pool_fill
+        from .lifecycle.pool_fill import fill_now
 
-        repo = self.repo
-        outcome = pool_fill.fill(self.root, repo.info.repo_root, size, wait=True, fetch=fetch,
-                                 ask=ask, warn=self.warn,
-                                 progress=progress or (lambda _m: None))
-        if outcome.failure is not None:
-            raise VwtError(f"a pool entry could not be made ready: {outcome.failure}")
-        return pool.status_of(self.root, repo.bucket, repo.info.repo_root)
+        return fill_now(self.repo, size, ask, fetch, self.warn, progress or (lambda _m: None))
 
     def pool_drain(self, *, all_repos: bool = False) -> Sequence[PoolStatus]:
         """Empty the pool (every repository's with `all_repos`); an entry with changes in it
@@ -556,15 +425,6 @@ class Worktrees:
         from .health.orphans import relocate
 
         return relocate(self.root, self.cwd)
-
-
-_any_hooks_file = setup_state.any_hooks_file
-
-
-def _load(claim: Claim) -> Entry | None:
-    from .lifecycle.worktrees import load_entry
-
-    return load_entry(claim)
 
 
 __all__ = [

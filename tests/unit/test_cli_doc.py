@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from vibe_worktree.cli import EXAMPLES, SUBCOMMANDS
+from vibe_worktree.cli import SUBCOMMANDS
+from vibe_worktree.cli.parser import EXAMPLES
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -31,7 +32,8 @@ def test_the_reference_covers_every_command_and_flag():
 def test_each_command_says_what_it_does_in_one_line_and_shows_an_example(vwt, name):
     help_text = SUBCOMMANDS[name][0]
     assert help_text and "\n" not in help_text
-    assert f"vwt {name}" in EXAMPLES.get(name, ""), f"add an example of {name} to cli.EXAMPLES"
+    assert f"vwt {name}" in EXAMPLES.get(name, ""), \
+        f"add an example of {name} to cli.parser.EXAMPLES"
     result = vwt(name, "--help")
     assert result.code == 0, str(result)
     assert f"\n{help_text}\n" in result.out  # the description, unwrapped

@@ -13,7 +13,7 @@ import pytest
 
 from vibe_worktree.core import deletion
 from vibe_worktree.core.deletion import delete_trees
-from vibe_worktree.lifecycle.remove import delete_trash
+from vibe_worktree.lifecycle.trash import delete_trash
 
 
 def write(path: Path, text: str = "x\n") -> Path:

@@ -136,6 +136,6 @@ def test_the_checks_see_what_they_look_for():
     __init__, absolute, and a name that is a module (`from . import setup_state`)."""
     assert "core.errors" in GRAPH["core.git.runner"]  # `from ..errors import` in a package
     assert "core.git" in GRAPH["lifecycle.create"]  # `from ..core import git as g`
-    assert "lifecycle.setup_state" in GRAPH["lifecycle.hooks"]  # `from . import setup_state`
+    assert "lifecycle.setup_state" in GRAPH["lifecycle.hook_runner"]  # `from . import setup_state`
     assert "lifecycle.setup_state" in GRAPH["lifecycle.hook_supervisor"]  # absolute, in a def
     assert "core.git.runner" in GRAPH["core.git"]  # the package's re-exports

@@ -212,7 +212,7 @@ def _undo(wt: Worktrees, created: Created) -> str | None:
     this creation started, which hold it, are stopped: they belong to the failed creation.
     None when it is gone; else what is left and the command that removes it."""
     from ..api import Worktrees
-    from ..lifecycle.hooks import stop_started
+    from ..lifecycle.hook_runner import stop_started
     from ..lifecycle.remove import HOOK_FAILED, REMOVED
 
     name = created.name

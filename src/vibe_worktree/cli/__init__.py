@@ -1,10 +1,12 @@
 """`vwt`: a thin command line over the Python API; it only parses and renders.
 
-This module is the door: `main`, the dispatch, and the hot commands' parse without
-argparse. Each command group has a module of its own (`worktrees`, `landing`, `queue`,
-`hooks_pool`, `health`, `agents`, `runtime`, `integrations`), named in `SUBCOMMANDS` and
-imported only when one of its commands runs; `output` is the one place for what is printed
-and asked, `render` draws the terminal tables.
+This module is the door: `main`, the dispatch, the table of commands, and the hot
+commands' parse without argparse (`parser` builds argparse's, with each command's examples,
+when a command line is out of the ordinary). Each command group has a module of its own
+(`worktrees`, `cleanup`, `landing`, `queue`, `hooks_pool`, `health`, `agents`, `runtime`,
+`integrations`), named in `SUBCOMMANDS` and imported only when one of its commands runs;
+`output` is the one place for what is printed and asked, `render` draws the terminal
+tables.
 
 argparse rather than click: click alone costs ~30 ms to import, the whole
 start-up budget of the spec's benchmarks (B2, B5). Imports happen inside the
@@ -111,6 +113,13 @@ def _dispatch(argv: list[str]) -> int:
     return int(handler(Worktrees(home=ns.home, progress=progress), ns))
 
 
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with `only`, just that subcommand's (building all costs start-up time)."""
+    from .parser import build
+
+    return build(SUBCOMMANDS, _resolve, only)
+
+
 def _command_name(argv: list[str]) -> str | None:
     """The subcommand argv names, found without parsing (global options come first)."""
     i = 0
@@ -182,60 +191,6 @@ def _parse_hot(argv: list[str], command: str | None) -> SimpleNamespace | None:
     return SimpleNamespace(**values)
 
 
-def _terminal_width() -> int:
-    try:
-        columns = int(os.environ.get("COLUMNS", "0")) or os.get_terminal_size(2).columns
-    except (OSError, ValueError):
-        columns = 80
-    return max(40, columns - 2)
-
-
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The parser; with `only`, just that subcommand's (building all costs start-up time)."""
-    import argparse
-
-    width = _terminal_width()
-
-    def formatter(prog: str) -> argparse.HelpFormatter:
-        # A fixed width: argparse would otherwise import shutil (and bz2, lzma) for it.
-        # Raw: the examples of the epilog keep their lines.
-        return argparse.RawDescriptionHelpFormatter(prog, width=width)
-
-    parser = argparse.ArgumentParser(
-        prog="vwt",
-        description="One isolated git worktree per coding session, cleaned up without losing work.",
-        epilog=_examples(EXAMPLES[None]), formatter_class=formatter,
-    )
-    parser.add_argument("--version", "-V", action="version", version=f"vwt {__version__}")
-    parser.add_argument("--home", metavar="DIR", help="vibe home (default $VIBE_HOME or ~/.vibe)")
-    parser.add_argument("-C", dest="directory", metavar="DIR", help="run as if started in DIR")
-    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
-    wanted = [only] if only in SUBCOMMANDS else list(SUBCOMMANDS)
-    for name in wanted:
-        help_text, handler, configure, json_flag = SUBCOMMANDS[name]
-        p = sub.add_parser(name, help=help_text, description=help_text,
-                           epilog=_examples(EXAMPLES.get(name, "")), formatter_class=formatter)
-        p.set_defaults(handler=handler)
-        if json_flag:
-            p.add_argument("--json", action="store_true", help="print one JSON document")
-        if configure:
-            _resolve(configure)(p)
-    return parser
-
-
-def _examples(text: str) -> str:
-    lines = text.splitlines()
-    heading = "examples:" if len(lines) > 1 else "example:"
-    return heading + "\n" + "".join(f"  {line}\n" for line in lines) if lines else ""
-
-
-# -- rendering ------------------------------------------------------------------------------
-
-
-# -- commands -------------------------------------------------------------------------------
-
-
-# name: (help, handler, add its arguments, accepts --json)
 # name: (what it does, its handler and its arguments as `module:function` of this package,
 # whether it has --json); a module is imported only when its command runs (start-up time)
 SUBCOMMANDS: dict[str, tuple[str, str, str, bool]] = {
@@ -261,13 +216,13 @@ SUBCOMMANDS: dict[str, tuple[str, str, str, bool]] = {
     "shell": ("open $SHELL inside a worktree while holding it",
               "worktrees:cmd_shell", "worktrees:name_arg", False),
     "rm": ("remove a worktree safely",
-           "worktrees:cmd_rm", "worktrees:rm_args", True),
+           "cleanup:cmd_rm", "cleanup:rm_args", True),
     "snapshot": ("save a worktree's full state to refs/vibe/reaped/NAME",
-                 "worktrees:cmd_snapshot", "worktrees:name_arg", True),
+                 "cleanup:cmd_snapshot", "worktrees:name_arg", True),
     "restore": ("recreate a snapshotted-and-removed worktree",
                 "worktrees:cmd_restore", "worktrees:restore_args", True),
     "prune": ("retention across all repositories",
-              "worktrees:cmd_prune", "worktrees:prune_args", True),
+              "cleanup:cmd_prune", "cleanup:prune_args", True),
     "hooks": ("list lifecycle hooks; approve or revoke project hooks",
               "hooks_pool:cmd_hooks", "hooks_pool:hooks_args", True),
     "merge": ("land a worktree's commits on the target branch, then remove it",
@@ -309,58 +264,6 @@ SUBCOMMANDS: dict[str, tuple[str, str, str, bool]] = {
               "agents:cmd_adopt", "agents:adopt_args", True),
     "pool": ("a warm pool of worktrees whose setup has already run: status, fill, drain",
              "hooks_pool:cmd_pool", "hooks_pool:pool_args", True),
-}
-# name: what `vwt NAME --help` shows as its example (None: `vwt --help`), a command a line
-EXAMPLES: dict[str | None, str] = {
-    None: 'cd "$(vwt new -p "Fix the login bug")"\nvwt rm fix-the-login-bug',
-    "new": ('cd "$(vwt new -p "Fix the login bug")"\nvwt new feature --from origin/main --json\n'
-            'vwt new spike --move   # take the uncommitted work along, leave this checkout clean'),
-    "list": "vwt list\nvwt list --all --no-status --json",
-    "path": "ls \"$(vwt path feature)\"",
-    "cd": "vwt cd feature",
-    "port": "vwt port web --json",
-    "env": ('vwt env web --json\neval "$(vwt env --shell sh)"   # inside the worktree\n'
-            "vwt env web --shell fish | source"),
-    "ps": ("vwt ps\nvwt ps web --check   # before testing the server on web's port\n"
-           "vwt ps --all --json"),
-    "status": "vwt status feature --json",
-    "run": "vwt run feature -- make test",
-    "shell": "vwt shell feature",
-    "rm": ("vwt rm feature\nvwt rm feature -y --delete-branch --json\n"
-           "vwt rm feature --stop   # stop the dev server running in it first"),
-    "snapshot": "vwt snapshot feature",
-    "restore": "vwt restore feature",
-    "prune": "vwt prune --dry-run\nvwt prune --keep 5 --json\nvwt prune --merged",
-    "merge": "vwt merge feature\nvwt merge feature --rebase --keep --into release --json",
-    "land": ("vwt land --gate 'pytest -q'   # an agent's last step, from inside its worktree\n"
-             "vwt land --ready --dry-run\nvwt land fix-login add-search --no-wait --json"),
-    "sync": ("vwt sync feature\nvwt sync feature --onto release --json\n"
-             "vwt sync feature --stop-on-conflict   # then fix the files, git add them\n"
-             "vwt sync feature --continue   # or: vwt sync feature --abort"),
-    "mcp": "claude mcp add vibe-worktree -- vwt mcp",
-    "shell-init": "eval \"$(vwt shell-init bash)\"   # in ~/.bashrc",
-    "skill": "vwt skill install --agent vibe\nvwt skill show",
-    "schema": "vwt schema\nvwt schema list",
-    "hooks": "vwt hooks\nvwt hooks approve deps\nvwt hooks revoke --all --json",
-    "board": "vwt board\nvwt board --port 8765 --no-open   # then open the URL it prints",
-    "conflicts": ("vwt conflicts\nvwt conflicts --path src/app.py --json   # before editing it\n"
-                  "vwt conflicts feature --check   # before merging it"),
-    "doctor": "vwt doctor --json\nvwt doctor --relocate   # inside a repository you moved",
-    "hook": "echo '{\"hook_event_name\": \"WorktreeCreate\", \"cwd\": \"'$PWD'\", "
-            "\"name\": \"feat/x\"}' | vwt hook claude-code",
-    "install": ("vwt install claude-code\nvwt install claude-code --scope project --dry-run\n"
-                "claude --worktree feat/login   # now made, held and removed by vwt\n"
-                "vwt install vibe   # Mistral Vibe's activity, in ~/.vibe/hooks.toml"),
-    "uninstall": ("vwt uninstall claude-code\nvwt uninstall claude-code --scope local --json\n"
-                  "vwt uninstall vibe --scope project"),
-    "activity": ("vwt activity set working --agent codex   # in the agent's hook for a prompt\n"
-                 "vwt activity set idle --agent codex --session \"$SESSION\"   # turn over\n"
-                 "vwt activity clear"),
-    "statusline": ('in ~/.claude/settings.json: "statusLine": {"type": "command", '
-                   '"command": "vwt statusline"}'),
-    "foreign": "vwt foreign\nvwt foreign --all --json",
-    "adopt": "vwt adopt .claude/worktrees/feat-auth\nvwt adopt --all --json",
-    "pool": "vwt pool\nvwt pool fill --size 4\nvwt pool status --all --json\nvwt pool drain",
 }
 COMPLETE = "__complete"
 

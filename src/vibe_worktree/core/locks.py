@@ -12,7 +12,7 @@ import fcntl
 import os
 import stat
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from contextlib import suppress
 
 from .errors import HeldError, VwtError, disk_is_full
@@ -189,6 +189,15 @@ def landing_lock(claim: Claim) -> locked:
 
 def new_holder_id(prefix: str = "vwt") -> str:
     return f"{prefix}-{os.getpid()}-{os.urandom(4).hex()}"
+
+
+HOLDER_ENV = "VWT_HOLDER_ID"  # set by `vwt run` for its command: the holder it runs under
+
+
+def own_holders(given: Iterable[str] = ()) -> frozenset[str]:
+    """The caller's own holder ids, which do not count as a live session: `given`, and the
+    one `vwt run` set when this process runs under it."""
+    return frozenset([*given, *filter(None, [os.environ.get(HOLDER_ENV)])])
 
 
 def valid_holder_id(holder_id: str) -> bool:

@@ -23,7 +23,8 @@ from ..core.faults import checkpoint
 from ..core.layout import Claim, Root, bucket_name, ensure_dir, rmdir_if_empty, unlink_if_exists
 from ..core.locks import live_holders, prune_lock, registry_lock
 from ..core.records import read_recovery, write_json_atomically, write_record
-from ..lifecycle.remove import acquire_removal, delete_trash, move_to_trash, tidy_claim_folders
+from ..lifecycle.remove import acquire_removal, tidy_claim_folders
+from ..lifecycle.trash import delete_trash, move_to_trash
 from ..lifecycle.worktrees import entries, load_entry
 
 ORPHANS = ".orphans"

@@ -22,7 +22,16 @@ from ..core import history
 from ..core import target as _target
 from ..core.errors import VwtError
 from ..core.layout import Root
-from ..lifecycle.worktrees import READY, Checkout, Entry, entries, filter_drivers, housekeeping_git
+from ..lifecycle.worktrees import (
+    READY,
+    Checkout,
+    Entry,
+    Here,
+    entries,
+    filter_drivers,
+    housekeeping_git,
+    require_ready,
+)
 
 # Staging into the copied index must write that copy in full: a split index would
 # write a shared-index file into the worktree's own admin folder.
@@ -391,6 +400,22 @@ def _forecast_repo(repo: _Repo, works: list[_Work], scope: Scope
 
 
 # -- the whole forecast -------------------------------------------------------------------------
+
+def conflicts(here: Here, name: str | None, all_repos: bool, path: str | None
+              ) -> ConflictsResult:
+    """`vwt conflicts`: its arguments checked (NAME a ready worktree of this repository;
+    an absolute PATH inside the checkout it runs in), then the forecast."""
+    if name is not None and all_repos:
+        raise VwtError("NAME and --all do not go together; NAME is in this repository", 2)
+    buckets = here.buckets(all_repos)
+    if name is not None:
+        require_ready(here.repo.claim(name), "only a ready worktree has work to compare")
+    where = None
+    if path is not None:
+        repo = here.repo_or_none() if os.path.isabs(path) else None
+        where = normalise_path(path, repo.info.toplevel if repo else None)
+    return forecast(here.root, buckets, Scope(name, where))
+
 
 def forecast(root: Root, buckets: list[str], scope: Scope) -> ConflictsResult:
     """Read every ready worktree of `buckets`, then forecast each repository's collisions."""

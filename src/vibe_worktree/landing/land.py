@@ -194,7 +194,7 @@ class _TrashBin:
             self._paths.put(path)
 
     def _run(self) -> None:
-        from ..lifecycle.remove import delete_trash
+        from ..lifecycle.trash import delete_trash
 
         while (path := self._paths.get()) is not None:
             delete_trash(path)
@@ -456,13 +456,13 @@ def _sync_onto(job: _Job, claim: Claim, tip: str) -> _sync.SyncResult:
 
 def _run_gate(job: _Job, claim: Claim, command: str, settings: LandSettings,
               tip: str, attempt: int) -> _gate.GateRun:
-    from ..lifecycle import hooks
+    from ..lifecycle import hook_runner, hooks
 
     entry = load_entry(claim)
     assert entry is not None and entry.record is not None
     record = entry.record
-    ctx = hooks.context(job.home, claim.bucket, claim.name, record.branch, claim.checkout,
-                        record.repo_root, record.base_commit or "", job.into)
+    ctx = hook_runner.context(job.home, claim.bucket, claim.name, record.branch, claim.checkout,
+                              record.repo_root, record.base_commit or "", job.into)
     env = ctx.env(hooks.Hook(hooks.GATE_NAME, hooks.LAND_GATE, command))
     env.pop("VWT_HOOK", None)  # the gate is not a hook
     env.pop("VWT_HOOK_NAME", None)
@@ -498,9 +498,5 @@ def _merge_if_unmoved(job: _Job, claim: Claim, gated: str) -> _merge.MergeResult
 
 def _merge_hooks(job: _Job, claim: Claim) -> _merge.RunHooks | None:
     """merge's hooks, as `vwt merge` runs them (none when there is no hooks file)."""
-    from ..lifecycle import hooks
-    from ..lifecycle.setup_state import any_hooks_file
-
-    if not any_hooks_file(job.home, claim.checkout, job.repo.info.repo_root):
-        return None
-    return hooks.for_merge(hooks.Runner(job.home, job.out.warn), claim.checkout)
+    return _merge.merge_hooks(job.home, job.out.warn, None, claim.checkout,
+                              job.repo.info.repo_root)

@@ -18,7 +18,7 @@ from ..core import git as g
 from ..core.errors import VwtError
 from ..core.integration import Tips, check
 from ..core.layout import Claim
-from ..core.locks import live_holders, registry_lock
+from ..core.locks import HOLDER_ENV, live_holders, registry_lock
 from ..core.records import Record
 from ..lifecycle.worktrees import (
     READY,
@@ -131,9 +131,6 @@ class Callers(NamedTuple):
             if _holder_pids(claim, holder) & self.pids:
                 own.add(holder)
         return frozenset(own)
-
-
-HOLDER_ENV = "VWT_HOLDER_ID"
 
 
 def callers(ids: frozenset[str]) -> Callers:

@@ -31,21 +31,19 @@ from ..core.layout import Claim
 from ..core.locks import acquire_holder, landing_lock, new_holder_id
 from ..core.proctable import describe
 from ..core.records import write_record
+from ..lifecycle.in_use import PROCESSES_RUNNING, processes_using
 from ..lifecycle.remove import (
-    PROCESSES_RUNNING,
     Doomed,
     Target,
     acquire_removal,
-    delete_leftover_trash,
     inspect,
-    leftover_trash,
-    processes_using,
     remove_all,
     snapshot,
     snapshot_problem,
     target_for,
     tidy_claim_folders,
 )
+from ..lifecycle.trash import delete_leftover_trash, leftover_trash
 from ..lifecycle.worktrees import (
     READY,
     Entry,
@@ -80,12 +78,25 @@ Warn = Callable[[str], None]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..lifecycle.hooks import HookResult
+    from ..lifecycle.hooks import Ask, HookResult
 
 # Runs the hooks of one moment (kind, the worktree, the target branch, cwd): their results
 # and why the merge must stop (None to go on).
 RunHooks = Callable[[str, Target, str, str], tuple[tuple["HookResult", ...], str | None]]
 DeleteTrash = Callable[[list[str]], None]
+
+
+def merge_hooks(home: str, warn: Warn, ask: Ask | None, checkout: str, repo_root: str
+                ) -> RunHooks | None:
+    """The hooks of a merge (`hook_runner.for_merge`), or None when neither the checkout,
+    the main checkout nor the user has a hooks file to read them from."""
+    from ..lifecycle.setup_state import any_hooks_file
+
+    if not any_hooks_file(home, checkout, repo_root):
+        return None
+    from ..lifecycle.hook_runner import Runner, for_merge
+
+    return for_merge(Runner(home, warn, ask), checkout)
 
 
 class MergeResult(NamedTuple):

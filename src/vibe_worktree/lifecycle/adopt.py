@@ -9,6 +9,7 @@ middle of it leaves, is `lifecycle/adoption.py`.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from ..core import git as g
@@ -32,8 +33,8 @@ from .adoption import (
     source_of,
 )
 from .create import reserve, unreserve
-from .foreign import made_by
-from .worktrees import Checkout, Repo, load_entry
+from .foreign import foreign_of, made_by
+from .worktrees import Checkout, Here, Repo, load_entry
 
 NOT_FOUND = "not_found"
 NOT_A_WORKTREE = "not_a_worktree"
@@ -79,6 +80,16 @@ class AdoptResult(NamedTuple):
     def to_json(self) -> dict[str, object]:
         return {"adopted": [a.to_json() for a in self.adopted],
                 "refused": [r.to_json() for r in self.refused]}
+
+
+def adopt(here: Here, paths: Sequence[str], all_foreign: bool) -> AdoptResult:
+    """`vwt adopt`: the worktrees at `paths` (relative to where the caller stands), or every
+    foreign one of this repository."""
+    if all_foreign == bool(paths):
+        raise VwtError("name the worktrees to adopt (PATH...), or pass --all", 2)
+    wanted = [row.path for row in foreign_of(here, False)] if all_foreign else \
+        [os.path.join(here.cwd, p) for p in paths]
+    return adopt_paths(here.root, wanted)
 
 
 def adopt_paths(root: Root, paths: list[str]) -> AdoptResult:

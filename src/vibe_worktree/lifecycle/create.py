@@ -1,4 +1,5 @@
-"""Creating worktrees: `new` (with reuse and auto-naming) and `restore`."""
+"""Creating worktrees: `new`, with reuse and auto-naming (`restore.py` recreates a removed
+one from its snapshot, through the same reservation)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ..core import git as g
-from ..core.errors import DiskFull, GitFailed, NotFound, ValidationFailed, VwtError, says_disk_full
+from ..core.errors import DiskFull, GitFailed, ValidationFailed, VwtError, says_disk_full
 from ..core.faults import checkpoint
 from ..core.layout import Claim, Root, ensure_dir, is_empty_dir, rmdir_if_empty, unlink_if_exists
 from ..core.locks import (
@@ -29,21 +30,18 @@ from ..core.names import (
     validate_branch,
     validate_name,
 )
-from ..core.records import CorruptRecord, Record, Recovery, read_record, utc_now, write_record
+from ..core.records import CorruptRecord, Record, read_record, utc_now, write_record
 from ..core.ref_locks import release_dead_ref_locks
 from . import leasing, setup_state
 from .unfinished import (
-    half_made,
     is_clean,
     left_by_dead_creator,
-    release_dead_locks,
     tear_down,
     unfinished,
 )
 from .worktrees import (
     MISSING,
     RESERVED,
-    Entry,
     Repo,
     load_entry,
     require_trusted,
@@ -105,7 +103,7 @@ class Created(NamedTuple):
         )
 
 
-def _created(repo: Repo, record: Record, created: bool) -> Created:
+def created_of(repo: Repo, record: Record, created: bool) -> Created:
     assert record.base_commit is not None
     claim = repo.claim(record.name)
     return Created(
@@ -162,7 +160,7 @@ def _finish(
     fill: Fill | None = None, pool: bool = False,
 ) -> Created:
     """`pool`: a ready pool entry may be taken instead of checking out anew."""
-    with _Reserved(claim, starting):
+    with Reserved(claim, starting):
         checkpoint("new.reserved")
         record = _lease(repo, claim, record, start)
         checkpoint("new.leased")
@@ -175,14 +173,14 @@ def _finish(
                 checkpoint("new.added")
                 if fill is not None:
                     fill(claim.checkout)
-                _copy_included(repo, claim, out)
-            final = _with_setup(repo, claim, record.with_base(start.commit))
+                copy_included(repo, claim, out)
+            final = with_setup(repo, claim, record.with_base(start.commit))
             write_record(claim.record_path, final)
         except BaseException:
             _roll_back(repo, claim, record.branch, start)
             raise
         checkpoint("new.recorded")
-    return _created(repo, final, True)._replace(taken=taken)
+    return created_of(repo, final, True)._replace(taken=taken)
 
 
 def _lease(repo: Repo, claim: Claim, record: Record, start: Start) -> Record:
@@ -194,7 +192,7 @@ def _lease(repo: Repo, claim: Claim, record: Record, start: Start) -> Record:
     return leasing.lease_reserved(repo.root, claim, record, count)
 
 
-def _with_setup(repo: Repo, claim: Claim, final: Record) -> Record:
+def with_setup(repo: Repo, claim: Claim, final: Record) -> Record:
     """The ready record keeps the reservation's "setup pending" only when post_create hooks
     may run for it: then a kill before they all succeeded never reads as a finished setup."""
     if setup_state.pending(final) and not setup_state.hooks_due(
@@ -234,13 +232,13 @@ def _roll_back(repo: Repo, claim: Claim, branch: str, start: Start) -> None:
     wrote (carried work is still in its source), so it goes with its admin entry, and so
     does the branch when this creation made it (git leaves it behind when `worktree add`
     fails), so that the same command run again starts from scratch."""
-    if _has_git_file(claim):
+    if has_git_file(claim):
         g.worktree_remove_entry(repo.git, claim.checkout)
     if start.create_branch and g.branch_checked_out_elsewhere(repo.git, branch) is None:
         g.delete_branch(repo.git, branch, expected=start.commit)
 
 
-class _Reserved:
+class Reserved:
     """The steps after a reservation: when they fail before the checkout has its `.git`
     file, the reservation is undone (only empty folders go); the `.starting` hold is let
     go either way."""
@@ -253,7 +251,7 @@ class _Reserved:
         return None
 
     def __exit__(self, failed: object, *_details: object) -> None:
-        if failed is not None and not _has_git_file(self.claim):
+        if failed is not None and not has_git_file(self.claim):
             unreserve(self.claim, self.starting)
         else:
             self.starting.release()
@@ -281,7 +279,7 @@ def _add_worktree(repo: Repo, claim: Claim, branch: str, start: Start, out: Outp
             if not start.create_branch:
                 _refuse_branch_checked_out(repo, branch)
             if (attempt == attempts - 1 or not g.met_a_worktree_being_added(exc.message)
-                    or _has_git_file(claim)):
+                    or has_git_file(claim)):
                 raise
         if start.create_branch and g.branch_tip(repo.git, branch) == start.commit:
             start = Start(start.commit, False)  # the failed attempt had made the branch
@@ -302,11 +300,11 @@ def _refuse_branch_checked_out(repo: Repo, branch: str) -> None:
                    f"--from {branch} to start from it")
 
 
-def _has_git_file(claim: Claim) -> bool:
+def has_git_file(claim: Claim) -> bool:
     return os.path.lexists(os.path.join(claim.checkout, ".git"))
 
 
-def _copy_included(repo: Repo, claim: Claim, out: Output) -> None:
+def copy_included(repo: Repo, claim: Claim, out: Output) -> None:
     """`.worktreeinclude` files (`.env` and the like) from the main checkout; never fails."""
     from .include import copy_included_files  # only this step needs it
 
@@ -383,7 +381,7 @@ def _warn_unpushed(git: g.Git, probe: g.Probe, remote: str, branch: str, commit:
                  f"--from {branch} to include them)")
 
 
-def _new_record(repo: Repo, name: str, branch: str, branch_created: bool,
+def new_record(repo: Repo, name: str, branch: str, branch_created: bool,
                 sparse: tuple[str, ...] = (), setup: bool = False) -> Record:
     """`setup`: its post_create hooks will run; until they all succeeded, its setup is
     pending (see `setup_state`)."""
@@ -420,7 +418,7 @@ def create_named(
         if isinstance(outcome, Reservation):
             start, dirs = _start_or_unreserve(repo, probe, claim, outcome.starting, branch,
                                               from_ref, fetch, out, sparse)
-            record = _new_record(repo, name, branch,
+            record = new_record(repo, name, branch,
                                  start.create_branch or outcome.branch_ours, dirs, setup)
             if outcome.taken_over and record.branch_created:  # its `worktree add -b` killed?
                 # the lock holds the start (git branch making it, or the reset checking it
@@ -480,7 +478,7 @@ def _claim_or_reuse(
                 )
             if os.path.isdir(claim.checkout) and not os.path.islink(claim.checkout):
                 os.rmdir(claim.checkout)  # an empty leftover of a crashed creation
-            record = _new_record(repo, claim.name, branch, branch_created, setup=setup)
+            record = new_record(repo, claim.name, branch, branch_created, setup=setup)
             return Reservation(reserve(claim, record), False)
         record = require_trusted(entry)
         if entry.state == RESERVED:
@@ -497,7 +495,7 @@ def _claim_or_reuse(
         if problem:
             raise ValidationFailed(f"{claim.checkout} is not whole ({problem}); "
                                    "run vwt prune to repair it")
-        return _created(repo, record, False)
+        return created_of(repo, record, False)
 
 
 def _resume_reservation(repo: Repo, claim: Claim, record: Record
@@ -525,10 +523,10 @@ def _resume_reservation(repo: Repo, claim: Claim, record: Record
 
                 copy_included_files(repo.info.repo_root, claim.checkout, repo.root.home,
                                     repair=True)
-                final = _with_setup(repo, claim, record.with_base(g.head_commit(checkout.git)))
+                final = with_setup(repo, claim, record.with_base(g.head_commit(checkout.git)))
                 write_record(claim.record_path, final)
                 starting.release()
-                return _created(repo, final, False)  # its hooks never ran: reuse runs them
+                return created_of(repo, final, False)  # its hooks never ran: reuse runs them
             tear_down(claim, checkout)
             branch_ours = record.branch_created  # git made it: it did not exist when reserved
         elif record.branch_created:  # a killed `git worktree add -b` may have made it
@@ -569,7 +567,7 @@ def create_auto(
             claim, starting, branch = reserved
             start, dirs = _start_or_unreserve(repo, probe, claim, starting, branch, from_ref,
                                               fetch, out, sparse)
-            record = _new_record(repo, claim.name, branch, start.create_branch, dirs, setup)
+            record = new_record(repo, claim.name, branch, start.create_branch, dirs, setup)
             return _finish(repo, claim, record, starting, start, out, fill, pool)
         if not random_name:
             raise VwtError(f"all names from {slug} to {slug}-100 are taken; pass a NAME")
@@ -587,145 +585,9 @@ def _reserve_first_free(
                 continue
             if os.path.lexists(claim.folder) or os.path.lexists(claim.checkout):
                 continue
-            record = _new_record(repo, name, branch, True, setup=setup)
+            record = new_record(repo, name, branch, True, setup=setup)
             return claim, reserve(claim, record), branch
     return None
 
 
-def restore(repo: Repo, name: str, out: Output, setup: bool = False) -> Created:
-    """Recreate a snapshotted-and-removed worktree with its files as uncommitted changes.
-
-    A restore that was interrupted is finished rather than refused: its reservation
-    is taken over and the snapshot's files put in place again (idempotent). `setup`: its
-    post_create hooks will run.
-    """
-    claim = repo.claim(name)
-    entry = load_entry(claim)
-    if entry is None:
-        raise NotFound(f"no snapshot of {name!r} in this repository; see vwt list")
-    if entry.problem is not None:
-        require_trusted(entry)
-    if entry.has_holders and being_removed(claim):  # its snapshot is not complete yet
-        raise VwtError(f"{name} is being removed right now; restore it once that finishes")
-    if entry.recovery is None:
-        raise VwtError(f"{name} is not removed; nothing to restore (it is at {claim.checkout})")
-    git = repo.git
-    snapshot, parent = _snapshot_and_parent(git, entry.recovery.snapshot_ref)
-    if entry.record is not None and not entry.record.reserved:
-        # restored already; only dropping recovery.json was left undone
-        validate_for_reuse(claim, entry.record, repo.info.common_dir)
-        unlink_if_exists(claim.recovery_path)
-        return _created(repo, entry.record, True)
-    if not entry.has_holders:  # no removal alive: the lock a killed rm's branch deletion left
-        release_dead_ref_locks(repo.info.common_dir, None, entry.recovery.branch, (parent,))
-    with prune_lock(repo.root):
-        if load_entry(claim) != entry:
-            raise VwtError(f"{name} changed while restoring; try again")
-        record, starting = _reserve_restore(repo, claim, entry, parent, setup)
-    branch = record.branch
-    create_branch = g.branch_tip(git, branch) is None
-    with _Reserved(claim, starting):
-        checkpoint("restore.reserved")
-        record = _lease_restored(repo, claim, record, entry.recovery)
-        checkpoint("restore.leased")
-        if entry.record is not None:  # a killed restore's reservation: its gits died with it
-            release_dead_ref_locks(repo.info.common_dir, None, branch, (parent,))
-        if _has_git_file(claim) and (made := half_made(claim)):  # git never got to the files
-            tear_down(claim, made)
-            os.mkdir(claim.checkout)
-        if _has_git_file(claim):  # a killed restore's checkout: its gits died with it
-            release_dead_locks(validate_for_reuse(claim, record, repo.info.common_dir))
-        else:
-            g.worktree_add(git, claim.checkout, branch=branch, start=parent,
-                           create_branch=create_branch, progress=out.progress,
-                           no_checkout=bool(record.sparse))
-            if record.sparse:
-                from .sparse import populate
-
-                populate(claim.checkout, record.sparse)
-        checkpoint("restore.added")
-        checkout = validate_for_reuse(claim, record, repo.info.common_dir)
-        if g.head_commit(checkout.git) != parent:
-            raise ValidationFailed(f"{claim.checkout} is not at the snapshot's parent {parent}")
-        user_git = g.Git(claim.checkout, housekeeping=False)
-        user_git.run("read-tree", "--reset", "-u", snapshot)
-        user_git.run("reset", "--quiet", "--no-refresh")
-        checkpoint("restore.populated")
-        _copy_included(repo, claim, out)
-        base = _base_before_removal(git, entry.recovery, parent)
-        final = _with_setup(repo, claim, record.with_base(base))
-        write_record(claim.record_path, final)
-        checkpoint("restore.recorded")
-        os.unlink(claim.recovery_path)
-    if branch != entry.recovery.branch:
-        out.warn(f"branch {entry.recovery.branch} has moved on; restored onto {branch}")
-    return _created(repo, final, True)
-
-
-def _lease_restored(repo: Repo, claim: Claim, record: Record, recovery: Recovery) -> Record:
-    """The block it had before its removal when that is still free, else one of that size."""
-    old = recovery.ports
-    count = len(old) if old else leasing.count_for_checkout(repo.root.home, repo.info.toplevel)
-    return leasing.lease_reserved(repo.root, claim, record, count, old[0] if old else None)
-
-
-def _snapshot_and_parent(git: g.Git, ref: str) -> tuple[str, str]:
-    snapshot = g.commit_of(git, ref)
-    if snapshot is None:
-        raise GitFailed(f"{ref} is gone; the worktree cannot be restored")
-    parent = g.commit_of(git, f"{snapshot}^1")
-    if parent is None:
-        raise GitFailed(f"{ref} has no parent commit to restore onto")
-    return snapshot, parent
-
-
-def _base_before_removal(git: g.Git, recovery: Recovery, parent: str) -> str:
-    """The base the worktree had before its removal (SPEC §16): its own commits stay
-    `ahead`, so `rm` asks again before they go. A recovery record without one (or naming a
-    commit the repository no longer has) gets the merge base with the target branch, as an
-    adopted worktree does, never the snapshot's parent, which would call them no work."""
-    base = recovery.base_commit
-    if base is not None and g.commit_of(git, base) == base:
-        return base
-    from .adoption import base_commit
-
-    return base_commit(git, parent)
-
-
-def _reserve_restore(repo: Repo, claim: Claim, entry: Entry, parent: str, setup: bool
-                     ) -> tuple[Record, Holder]:
-    """Under the prune lock: a fresh reservation, or the one a crashed restore left."""
-    assert entry.recovery is not None
-    if entry.record is not None:  # reserved by an earlier restore that did not finish
-        try:
-            starting = acquire_holder(claim, STARTING)
-        except VwtError:
-            raise VwtError(f"{claim.name} is being restored by another process") from None
-        if not os.path.isdir(claim.checkout):
-            os.mkdir(claim.checkout)
-        return entry.record, starting
-    branch, create_branch = _restore_branch(repo.git, entry.recovery.branch, parent)
-    if os.path.isdir(claim.checkout) and is_empty_dir(claim.checkout):
-        os.rmdir(claim.checkout)
-    elif os.path.lexists(claim.checkout):
-        raise ValidationFailed(f"{claim.checkout} exists; move it away before restoring")
-    record = _new_record(repo, claim.name, branch, create_branch or entry.recovery.branch_created,
-                         entry.recovery.sparse, setup)
-    return record, reserve(claim, record)
-
-
-def _restore_branch(git: g.Git, branch: str, parent: str) -> tuple[str, bool]:
-    """The branch to restore onto, and whether it must be created at `parent`."""
-    tip = g.branch_tip(git, branch)
-    if tip is None:
-        return branch, True
-    if tip == parent and g.branch_checked_out_elsewhere(git, branch) is None:
-        return branch, False
-    for n in range(1, 101):
-        candidate = f"{branch}-restored" if n == 1 else f"{branch}-restored-{n}"
-        if g.branch_tip(git, candidate) is None:
-            return candidate, True
-    raise VwtError(f"too many {branch}-restored branches; delete some")
-
-
-__all__ = ["Created", "create_auto", "create_named", "restore", "validate_checkout"]
+__all__ = ["Created", "create_auto", "create_named", "validate_checkout"]

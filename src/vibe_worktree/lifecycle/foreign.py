@@ -18,7 +18,7 @@ from ..core.integration import Integration, Tips, cheap_check, finish_checks, re
 from ..core.layout import Root, bucket_name
 from ..core.proctable import processes_inside
 from .adoption import linked_checkout
-from .worktrees import Checkout, housekeeping_git, load_entry
+from .worktrees import Checkout, Here, housekeeping_git, load_entry
 
 CLAUDE_CODE = "claude-code"
 CODEX = "codex"
@@ -104,6 +104,18 @@ def candidates(root: Root, repo: g.RepoInfo) -> list[Candidate]:
             continue
         found.append(Candidate(path, repo, checkout, "locked" in entry))
     return found
+
+
+def foreign_of(here: Here, all_repos: bool) -> list[Foreign]:
+    """The foreign worktrees of this repository; with `all_repos`, of every repository that
+    has a bucket, and of this one when it has none yet."""
+    if not all_repos:
+        return list_foreign(here.root, [here.repo.info])
+    repos = {info.common_dir: info for info in repos_with_buckets(here.root)}
+    current = here.repo_or_none()
+    if current is not None:
+        repos.setdefault(current.info.common_dir, current.info)
+    return list_foreign(here.root, list(repos.values()))
 
 
 def list_foreign(root: Root, repos: list[g.RepoInfo]) -> list[Foreign]:

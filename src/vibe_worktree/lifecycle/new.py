@@ -152,9 +152,9 @@ def _made_before(root: Root, cwd: str, name: str | None) -> bool:
 
 
 def restore(repo: Repo, name: str, out: Output, hooks: bool, ask: Ask | None) -> Created:
-    from . import create as _create
+    from .restore import restore as _restore
 
-    created = _create.restore(repo, name, out, hooks)
+    created = _restore(repo, name, out, hooks)
     return _post_create(repo.root, created, out.warn, ask) if hooks else created
 
 
@@ -175,7 +175,7 @@ def _post_create(root: Root, created: Created, warn: Warn, ask: Ask | None,
 
 def _run_post_create(root: Root, created: Created, warn: Warn, ask: Ask | None,
                      host: Host | None) -> Created:
-    from . import hooks as _hooks
+    from . import hook_runner as _hooks
 
     ctx = _hooks.context(root.home, created.bucket, created.name, created.branch,
                          created.path, created.repo_root, created.base_commit, warn=warn,

@@ -38,7 +38,7 @@ from ..core.records import parse_timestamp, utc_now, write_json_atomically
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .worktrees import Repo
+    from .worktrees import Here, Repo
 
 POOL = ".pool"
 READY = ".json"
@@ -297,7 +297,7 @@ def remove_entry(root: Root, bucket: str, common_dir: str, entry_id: str, warn: 
             warn(f"pool entry {entry_id} kept: its snapshot failed ({exc.message})")
             return False
     if os.path.lexists(path):
-        from .remove import delete_trash
+        from .trash import delete_trash
 
         ensure_dir(root.trash, root.path)
         trash = f"{root.trash}/pool-{bucket}-{entry_id}-{os.urandom(16).hex()}"
@@ -517,6 +517,15 @@ def status_of(root: Root, bucket: str, repo_root: str | None) -> PoolStatus:
                       base, broken, taken_up, failed.message if failed else None,
                       (failed.at or None) if failed else None,
                       log if os.path.isfile(log) else None)
+
+
+def statuses(here: Here, all_repos: bool) -> list[PoolStatus]:
+    """The pool of this repository; with `all_repos`, every repository's that has one."""
+    if not all_repos:
+        repo = here.repo
+        return [status_of(here.root, repo.bucket, repo.info.repo_root)]
+    return [status_of(here.root, bucket, repo_root_of(here.root, bucket))
+            for bucket in pool_buckets(here.root)]
 
 
 def entry_ages(root: Root, bucket: str) -> list[tuple[str, float]]:

@@ -39,11 +39,14 @@ from .pool import (
     note_failure,
     note_success,
     remove_entry,
+    status_of,
 )
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .hooks import Ask
+    from .pool import PoolStatus
+    from .worktrees import Repo
 
 
 def _quiet(_message: str) -> None:
@@ -93,6 +96,17 @@ def fill(root: Root, cwd: str, size: int | None = None, *, wait: bool = True,
     else:
         note_failure(root, bucket, outcome.failure, log)
     return outcome
+
+
+def fill_now(repo: Repo, size: int | None, ask: Ask | None, fetch: bool, warn: Warn,
+             progress: Warn) -> PoolStatus:
+    """`vwt pool fill`: fill the pool in the foreground (after a background filler, if one
+    is busy); its status after. A VwtError names the hook that failed to make an entry."""
+    outcome = fill(repo.root, repo.info.repo_root, size, wait=True, fetch=fetch, ask=ask,
+                   warn=warn, progress=progress)
+    if outcome.failure is not None:
+        raise VwtError(f"a pool entry could not be made ready: {outcome.failure}")
+    return status_of(repo.root, repo.bucket, repo.info.repo_root)
 
 
 def _fill_locked(root: Root, info: g.RepoInfo, bucket: str, size: int | None, fetch: bool,
@@ -191,6 +205,7 @@ def _run_hooks(home: str, bucket: str, entry_id: str, path: str, repo_root: str,
 
     if not (sparse or any_hooks_file(home, path, repo_root)):
         return [], None
+    from . import hook_runner as run
     from . import hooks as h
     from .relocate import DEFAULT_PATTERNS
     from .settings import HooksFileError
@@ -200,11 +215,11 @@ def _run_hooks(home: str, bucket: str, entry_id: str, path: str, repo_root: str,
     except HooksFileError as exc:
         return [], exc.message
     found = [hook._replace(background=False) for hook in found if hook.type == h.POST_CREATE]
-    ctx = h.pool_context(entry_id, path, bucket, repo_root, base)
-    runner = h.Runner(home, warn, ask)
+    ctx = run.pool_context(entry_id, path, bucket, repo_root, base)
+    runner = run.Runner(home, warn, ask)
     done: list[dict[str, object]] = []
     for hook in found:
-        [result] = h.run_hooks(runner, h.POST_CREATE, [hook], ctx, path)
+        [result] = run.run_hooks(runner, h.POST_CREATE, [hook], ctx, path)
         if result.status == h.SKIPPED_UNAPPROVED:
             done.append(dict(result.to_json(), key=hook.key))
             continue

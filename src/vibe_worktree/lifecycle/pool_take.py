@@ -152,7 +152,7 @@ def check_out(taken: Taken, checkout: str, branch: str, start: str, create_branc
 def discard_placed(root: Root, repo_git: g.Git, checkout: str) -> None:
     """Undo a take whose branch could not be checked out: the entry (no one's work) goes,
     and the reserved folder is left empty again, as the slow way would have left it."""
-    from .remove import delete_trash
+    from .trash import delete_trash
 
     ensure_dir(root.trash, root.path)
     trash = f"{root.trash}/pool-{os.path.basename(checkout)}-{os.urandom(16).hex()}"

@@ -22,15 +22,14 @@ from ..core.layout import Root
 from ..core.locks import STARTING, Holder, prune_lock
 from ..core.records import CorruptRecord, read_limited
 from . import leasing, repair
+from .in_use import PROCESSES_RUNNING, processes_using
 from .leftovers import live as _live
 from .remove import (
-    PROCESSES_RUNNING,
     Doomed,
     SnapshotFailed,
     acquire_removal,
     existing_snapshot,
     inspect,
-    processes_using,
     remove_all,
     snapshot_commit,
     snapshot_problem,
@@ -177,7 +176,7 @@ def _label(entry: Entry, **more: object) -> dict[str, object]:
 
 def prune(root: Root, keep: int | None = None, dry_run: bool = False,
           warn: Warn = lambda _m: None, merged: bool = False,
-          max_size: int | None = None) -> PruneResult:
+          max_size: int | str | None = None) -> PruneResult:
     """Retention: decide under the `.prune` lock, remove without holding it.
 
     The lock is held to read the records and decide, then for a moment per batch of
@@ -187,9 +186,13 @@ def prune(root: Root, keep: int | None = None, dry_run: bool = False,
     Prune stops between batches once its time budget (`prune_budget`) is spent, leaving
     the rest to the next run (`unfinished` in the result). `merged`: also remove every
     clean, unheld worktree whose commits are integrated into its target branch (SPEC §8
-    prune --merged), whatever the limit. `max_size` (bytes; else `max_size` of
+    prune --merged), whatever the limit. `max_size` (bytes, or `"20G"`; else `max_size` of
     config.toml): then shrink to it (`_shrink`).
     """
+    if isinstance(max_size, str):
+        from ..core.disk import parse_size
+
+        max_size = parse_size(max_size)
     limit = worktree_limit(root, keep)
     size_limit = max_size if max_size is not None else _config_max_size(root)
     pacer = _Pacer(None if dry_run else prune_budget(root))

@@ -1,4 +1,6 @@
-"""Snapshots and removal: the only code that deletes anything a user may have written.
+"""Snapshots and removal: with `trash.py`, where the checkouts are deleted, the only code
+that deletes anything a user may have written. What runs inside a worktree keeps it
+(`in_use.py`).
 
 Removal is a short sequence of idempotent steps (snapshot, move aside,
 unregister, delete the branch, drop the record), so that `vwt prune` or a retry
@@ -8,8 +10,6 @@ finishes whatever a crash interrupted.
 from __future__ import annotations
 
 import os
-import re
-import stat
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -17,11 +17,13 @@ from ..core import git as g
 from ..core.errors import GitFailed, HeldError, ValidationFailed, VwtError
 from ..core.faults import checkpoint
 from ..core.files import copy_index
-from ..core.layout import Claim, Root, ensure_dir, rmdir_if_empty, unlink_if_exists
+from ..core.layout import Claim, rmdir_if_empty, unlink_if_exists
 from ..core.locks import REMOVING, Holder, acquire_holder, new_holder_id, prune_lock
-from ..core.proctable import KILLED, TERMINATED, Proc, describe, scan, stop, users
+from ..core.proctable import Proc
 from ..core.records import Record, Recovery, utc_now, write_recovery
 from ..core.ref_locks import deleting_refs
+from .in_use import Cleared, clear_processes, in_use_message
+from .trash import delete_leftover_trash, delete_trash, move_to_trash
 from .worktrees import (
     MISSING,
     ORPHANED,
@@ -29,7 +31,6 @@ from .worktrees import (
     Checkout,
     Entry,
     Inspection,
-    ensure_not_inside,
     filter_drivers,
     housekeeping_git,
     inspect_checkout,
@@ -46,12 +47,11 @@ KEPT_IN_USE = "kept_in_use"
 NOT_FOUND = "not_found"
 FORGOTTEN = "forgotten"
 HOOK_FAILED = "hook_failed"
-PROCESSES_RUNNING = "processes_running"  # what keeps a worktree that processes run inside
 
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .hooks import HookResult
+    from .hooks import Ask, HookResult
 
 
 class SnapshotFailed(VwtError):
@@ -248,68 +248,6 @@ def recovery_for(target: Target, ref: str) -> Recovery:
                **({"sparse": list(record.sparse)} if record.sparse else {}),
                **({"ports": list(record.ports)} if record.ports else {})},
     )
-
-
-def move_to_trash(claim: Claim) -> str | None:
-    """Rename the checkout into `.trash` (atomic, instant); None when there is none."""
-    if not os.path.lexists(claim.checkout):
-        return None
-    ensure_not_inside(claim.checkout)
-    ensure_dir(claim.root.trash, claim.root.path)
-    trash = claim.trash_path()
-    os.rename(claim.checkout, trash)
-    return trash
-
-
-def delete_trash(*trashes: str | None) -> None:
-    """Delete checkouts moved into `.trash`, all at once on threads that share the work
-    whatever the checkouts' shape (`core/deletion.py`); never through a symbolic link."""
-    from ..core.deletion import delete_trees
-
-    delete_trees([trash for trash in trashes if trash])
-
-
-_TRASH_NAME = re.compile(r".+-[0-9a-f]{32}")  # `.trash/<bucket>-<name>-<32 hex>`
-_HEX32 = re.compile(r"[0-9a-f]{32}")
-
-
-def trash_leftovers(root: Root, prefix: str = "") -> list[str]:
-    """The `.trash` entries named as ours (only those starting with `<bucket>-<name>-` when
-    `prefix` says so); none when `.trash` is not a real directory."""
-    try:
-        if not stat.S_ISDIR(os.lstat(root.trash).st_mode):
-            return []
-        names = os.listdir(root.trash)
-    except FileNotFoundError:
-        return []
-    if prefix:
-        return [n for n in names if n.startswith(prefix) and _HEX32.fullmatch(n, len(prefix))]
-    return [n for n in names if _TRASH_NAME.fullmatch(n)]
-
-
-def empty_trash(root: Root, prefix: str = "") -> int | None:
-    """Finish deleting what interrupted removals moved aside: `trash_leftovers`. Returns how
-    many, or None when `.trash` is not a real directory (it is then left alone)."""
-    try:
-        if not stat.S_ISDIR(os.lstat(root.trash).st_mode):
-            return None
-    except FileNotFoundError:
-        return 0
-    ours = trash_leftovers(root, prefix)
-    delete_trash(*(f"{root.trash}/{name}" for name in ours))
-    return len(ours)
-
-
-def delete_leftover_trash(claim: Claim) -> bool:
-    """Finish deleting this claim's checkouts that an interrupted removal left in `.trash`;
-    True when there were any."""
-    return bool(empty_trash(claim.root, f"{claim.bucket}-{claim.name}-"))
-
-
-def leftover_trash(claim: Claim) -> list[str]:
-    """The folders `delete_leftover_trash` would delete, for a caller that deletes them."""
-    return [f"{claim.root.trash}/{name}"
-            for name in trash_leftovers(claim.root, f"{claim.bucket}-{claim.name}-")]
 
 
 def drop_record_and_folders(claim: Claim, lease: bool = True) -> None:
@@ -549,48 +487,6 @@ def acquire_removal(claim: Claim, ignore: frozenset[str]) -> Holder:
     return acquire_holder(claim, REMOVING, exclusive=True, ignore=ignore)
 
 
-# -- processes inside (SPEC §17): a worktree something runs in is not removed ------------
-def processes_using(claims: Sequence[Claim], spare_callers: bool = True
-                    ) -> dict[Claim, list[Proc]]:
-    """claim -> the processes whose current directory is inside its checkout, held or not.
-    This process never counts; with `spare_callers` nor do its ancestors (an explicit
-    removal: the shell in the worktree that typed `vwt rm`, the agent whose hook runs it,
-    are the ones asking); retention spares only itself, so a shell of yours standing in
-    a worktree keeps it."""
-    present = [c.checkout for c in claims if os.path.isdir(c.checkout)]
-    found = users(present, spare=None if spare_callers else {os.getpid()}) if present else {}
-    return {c: found.get(c.checkout, []) for c in claims}
-
-
-class Cleared(NamedTuple):
-    stopped: tuple[int, ...]  # stopped by `stop`
-    running: tuple[Proc, ...]  # still inside: the worktree must stay
-
-
-def clear_processes(claim: Claim, stop_them: bool, warn: Warn) -> Cleared:
-    """The processes running inside the checkout (the caller and its ancestors excepted);
-    with `stop_them`, they are stopped first (SIGTERM, up to 5 s, SIGKILL) and the
-    checkout is looked at again: what runs there then (a restarted server) still keeps it.
-    Processes vwt may not inspect that may be inside are named in a warning, not counted."""
-    if not os.path.isdir(claim.checkout):
-        return Cleared((), ())
-    table = scan()
-    for pid in table.may_be_inside(claim.checkout):
-        warn(f"pid {pid} ({table.command(pid)}), another user's process, may be running "
-             f"inside {claim.name}; vwt may not see where it runs, so it does not count")
-    running = users([claim.checkout], table)[claim.checkout]
-    if not running or not stop_them:
-        return Cleared((), tuple(running))
-    done = stop(running, claim.checkout)
-    stopped = tuple(s.pid for s in done if s.how in (TERMINATED, KILLED))
-    return Cleared(stopped, tuple(processes_using([claim])[claim]))
-
-
-def in_use_message(name: str, running: Sequence[Proc]) -> str:
-    return (f"{name} is in use: {describe(running)}; nothing removed (stop them, or remove "
-            "it with --stop, which stops them first)")
-
-
 Warn = Callable[[str], None]
 Confirm = Callable[[str], bool]
 # Runs the pre_remove hooks of a worktree about to go: their results, and why the
@@ -600,6 +496,30 @@ PreRemove = Callable[[Target], tuple[tuple["HookResult", ...], str | None]]
 
 def never(_question: str) -> bool:
     return False
+
+
+def pre_remove_hooks(home: str, warn: Warn, ask: Ask | None) -> PreRemove:
+    """`rm`'s pre_remove hooks (`hook_runner.before_remove`), read from the worktree's
+    checkout with its environment; none to run, and nothing of the hooks' code loaded, when
+    neither the checkout, the main checkout nor the user has a hooks file."""
+    def run(target: Target) -> tuple[tuple[HookResult, ...], str | None]:
+        from .setup_state import any_hooks_file
+
+        record, claim = target.record, target.claim
+        if not any_hooks_file(home, claim.checkout, record.repo_root):
+            return (), None
+        from .hook_runner import Runner, before_remove, context
+
+        ctx = context(home, claim.bucket, claim.name, record.branch, claim.checkout,
+                      record.repo_root, record.base_commit or "", warn=warn,
+                      sparse=bool(record.sparse))
+        return before_remove(Runner(home, warn, ask), ctx)
+    return run
+
+
+def asking(answer: bool | Confirm) -> Confirm:
+    """A question's answer given up front (a bool), or the function that asks it."""
+    return answer if callable(answer) else (lambda _question: answer)
 
 
 def remove_worktree(

@@ -36,13 +36,12 @@ from .remove import (
     Doomed,
     Target,
     drop_record_and_folders,
-    empty_trash,
     holds_only,
     inspect,
     remove_all,
     tidy_claim_folders,
-    trash_leftovers,
 )
+from .trash import empty_trash, trash_leftovers
 from .unfinished import (
     drop_created_branch,
     finish_in_place,

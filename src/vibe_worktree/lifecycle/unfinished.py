@@ -19,7 +19,7 @@ from ..core.errors import VwtError
 from ..core.files import write_atomically
 from ..core.layout import Claim, unlink_if_exists
 from ..core.records import Record
-from .remove import delete_trash, move_to_trash
+from .trash import delete_trash, move_to_trash
 from .worktrees import Checkout
 
 INITIALIZING = "initializing"  # the reason git gives the `locked` file of a worktree being added

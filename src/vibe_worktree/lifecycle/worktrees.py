@@ -7,7 +7,7 @@ import stat
 from typing import NamedTuple
 
 from ..core import git as g
-from ..core.errors import NotFound, ValidationFailed
+from ..core.errors import NotARepository, NotFound, ValidationFailed, VwtError
 from ..core.layout import (
     Claim,
     Root,
@@ -17,6 +17,10 @@ from ..core.layout import (
     first_planted,
 )
 from ..core.records import CorruptRecord, Record, Recovery, read_record, read_recovery
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..core.locks import Holder
 
 READY = "ready"
 RESERVED = "reserved"
@@ -46,6 +50,32 @@ class Repo(NamedTuple):
 
 def open_repo(root: Root, cwd: str) -> Repo:
     return Repo(root, g.discover(cwd))
+
+
+class Here:
+    """Where a caller stands: the repository containing `cwd`, looked up when first asked
+    for and kept (NotARepository when `cwd` is in none)."""
+
+    def __init__(self, root: Root, cwd: str) -> None:
+        self.root = root
+        self.cwd = cwd
+        self._repo: Repo | None = None
+
+    @property
+    def repo(self) -> Repo:
+        if self._repo is None:
+            self._repo = open_repo(self.root, self.cwd)
+        return self._repo
+
+    def repo_or_none(self) -> Repo | None:
+        try:
+            return self.repo
+        except NotARepository:
+            return None
+
+    def buckets(self, all_repos: bool) -> list[str]:
+        """Every bucket of the home with `all_repos`, else this repository's."""
+        return self.root.buckets() if all_repos else [self.repo.bucket]
 
 
 class Entry(NamedTuple):
@@ -170,6 +200,15 @@ def require_trusted(entry: Entry) -> Record:
     return entry.record
 
 
+def require_ready(claim: Claim, refusal: str) -> Entry:
+    """The trusted entry of a ready worktree; else an error: `NAME is STATE; <refusal>`."""
+    entry = require_entry(claim)
+    require_trusted(entry)
+    if entry.state != READY:
+        raise VwtError(f"{claim.name} is {entry.state}; {refusal}")
+    return entry
+
+
 class Checkout(NamedTuple):
     """A validated checkout: its admin folder inside the common git dir, and its HEAD."""
 
@@ -226,6 +265,26 @@ def validate_checkout(claim: Claim, common_dir: str | None = None) -> Checkout:
     head_ref = head[len("ref: "):] if head.startswith("ref: ") else None
     return Checkout(claim.checkout, admin, common, head_ref)
 
+
+
+def hold(repo: Repo, name: str, holder_id: str | None = None) -> Holder:
+    """Hold NAME, a ready worktree of `repo`, for a live session (`vwt run`, `vwt shell`, an
+    agent's session). Taken under the prune lock, so retention cannot slip in between the
+    lookup and the hold."""
+    from ..core.locks import acquire_holder, new_holder_id, prune_lock
+
+    claim = repo.claim(name)
+    with prune_lock(repo.root):
+        require_ready(claim, "it cannot be held")
+        validate_checkout(claim, repo.info.common_dir)
+        holder = acquire_holder(claim, holder_id or new_holder_id())
+    try:  # `rm` does not take the prune lock: make sure it did not win meanwhile
+        validate_checkout(claim, repo.info.common_dir)
+        require_trusted(require_entry(claim))
+    except BaseException:
+        holder.release()
+        raise
+    return holder
 
 class MissingAdmin(ValidationFailed):
     """The checkout's `.git` file names a git admin folder that is gone (the repository was

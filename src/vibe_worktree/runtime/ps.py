@@ -15,11 +15,12 @@ import os
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from ..core.errors import VwtError
 from ..core.layout import Root
 from ..core.proctable import Listener, Table, scan
 from ..lifecycle.leasing import PortFinder
 from ..lifecycle.listing import shown_ports
-from ..lifecycle.worktrees import SNAPSHOT, entries
+from ..lifecycle.worktrees import SNAPSHOT, Here, entries, require_entry, require_trusted
 
 
 class Running(NamedTuple):
@@ -121,6 +122,16 @@ class PsReport(NamedTuple):
     def to_json(self) -> dict[str, object]:
         return {"worktrees": [w.to_json() for w in self.worktrees],
                 "mismatches": [m.to_json() for m in self.mismatches]}
+
+
+def ps(here: Here, name: str | None, all_repos: bool) -> PsReport:
+    """`vwt ps`: NAME, a trusted worktree of this repository, alone; else every worktree of
+    this repository (of every one with `all_repos`)."""
+    if name is not None and all_repos:
+        raise VwtError("NAME and --all do not go together; NAME is in this repository", 2)
+    if name is not None:
+        require_trusted(require_entry(here.repo.claim(name)))
+    return report(here.root, here.buckets(all_repos), name)
 
 
 def report(root: Root, buckets: Sequence[str], name: str | None = None,
