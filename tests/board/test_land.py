@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import expect
 
 from .test_page import has_class, open_dialog, result_line, row
@@ -33,6 +34,7 @@ def test_land_asks_first_then_lands_through_the_queue(page, repo, vwt, sandbox):
     expect(row(page, "shipping").locator("td.state")).to_contain_text("snapshot")
 
 
+@pytest.mark.slow
 def test_a_failed_gate_is_shown_with_its_log(page, repo, vwt):
     repo.commit("gate", {".vibe/worktree.toml": '[land]\ngate = "echo nope; false"\n'})
     vwt.ok("hooks", "approve", "gate")

@@ -66,6 +66,7 @@ def test_list_shows_every_worktree_of_every_repository(page, two_repos):
     expect(page.page.locator("#summary")).to_contain_text("3 worktree(s) in 2 repositories")
 
 
+@pytest.mark.slow
 def test_held_and_dirty_work_stand_out(page, two_repos):
     expect(row(page, "held-one")).to_have_class(has_class("held"))
     expect(row(page, "dirty-one")).to_have_class(has_class("dirty"))
@@ -77,6 +78,7 @@ def test_held_and_dirty_work_stand_out(page, two_repos):
     assert len({held_bg, dirty_bg, clean_bg}) == 3
 
 
+@pytest.mark.slow
 def test_a_holder_shows_its_tool_and_pid(page, repo, vwt):
     vwt.new("running")
     proc = vwt.spawn("run", "running", "--", "sleep", "60")
@@ -88,6 +90,7 @@ def test_a_holder_shows_its_tool_and_pid(page, repo, vwt):
         proc.wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_a_held_worktree_says_so_and_by_how_many_live_sessions(page, repo, vwt, holder):
     made = vwt.new("shared")
     holder(made["bucket"], "shared", "vibe-session-1")
@@ -99,6 +102,7 @@ def test_a_held_worktree_says_so_and_by_how_many_live_sessions(page, repo, vwt, 
         "held by 2 live sessions: vibe-session-1, vibe-session-2")
 
 
+@pytest.mark.slow
 def test_the_most_recently_active_comes_first(page, repo, vwt):
     vwt.new("older")
     time.sleep(1.1)
@@ -110,6 +114,7 @@ def test_the_most_recently_active_comes_first(page, repo, vwt):
     expect(names.first).to_have_attribute("data-name", "older", timeout=5_000)
 
 
+@pytest.mark.slow
 def test_a_new_worktree_appears_within_two_seconds_without_a_reload(page, repo, vwt):
     expect(page.page.locator("#empty")).to_be_visible()
     page.page.evaluate("window.__same_page = true")
@@ -120,6 +125,7 @@ def test_a_new_worktree_appears_within_two_seconds_without_a_reload(page, repo, 
     assert page.page.evaluate("window.__same_page") is True  # no reload happened
 
 
+@pytest.mark.slow
 def test_an_edit_on_disk_shows_within_two_seconds(page, repo, vwt):
     created = vwt.new("editing")
     changes = row(page, "editing").locator("td.changes")
@@ -131,6 +137,7 @@ def test_an_edit_on_disk_shows_within_two_seconds(page, repo, vwt):
 
 
 # -- the detail view ----------------------------------------------------------------------------
+@pytest.mark.slow
 def test_detail_shows_changed_files_commits_and_diff(page, repo, vwt):
     created = vwt.new("detailed")
     where = Path(created["path"])
@@ -163,6 +170,7 @@ def test_detail_diff_shows_a_same_size_rewrite_beside_untracked_files(board, rep
     assert "+brand new" in detail["diff"]
 
 
+@pytest.mark.slow
 def test_detail_updates_live_too(page, repo, vwt):
     created = vwt.new("watched")
     page.goto(f"/worktree/{created['bucket']}/watched")
@@ -189,11 +197,13 @@ def test_hostile_names_and_diffs_are_shown_as_text(page, repo, vwt):
     # `page` fails the test if any alert() ran
 
 
+@pytest.mark.slow
 def test_an_unknown_worktree_page_says_so_in_one_line(page):
     page.goto("/worktree/nobucket-000000000000/nothing")
     expect(result_line(page)).to_contain_text("no managed worktree named 'nothing'")
 
 
+@pytest.mark.slow
 def test_snapshot_only_entries_are_listed_with_restore(page, repo, vwt):
     created = vwt.new("saved")
     Path(created["path"], "keep.txt").write_text("keep me\n")
@@ -205,6 +215,7 @@ def test_snapshot_only_entries_are_listed_with_restore(page, repo, vwt):
 
 
 # -- actions ------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_snapshot_saves_the_state_and_says_where(page, repo, vwt):
     created = vwt.new("snap")
     Path(created["path"], "draft.txt").write_text("draft\n")
@@ -247,6 +258,7 @@ def test_removing_dirty_work_needs_an_explicit_tick_and_keeps_a_snapshot(page, r
     expect(row(page, "risky").locator("td.state")).to_contain_text("snapshot")
 
 
+@pytest.mark.slow
 def test_restore_brings_a_removed_worktree_back(page, repo, vwt):
     created = vwt.new("comeback")
     Path(created["path"], "work.txt").write_text("work\n")
@@ -269,6 +281,7 @@ def test_removing_a_held_worktree_is_refused_with_the_reason(page, repo, vwt, ho
     assert Path(created["path"]).is_dir()
 
 
+@pytest.mark.slow
 def test_prune_shows_the_plan_first_then_runs_it(page, repo, vwt):
     older = vwt.new("oldest")
     vwt.new("newest")
@@ -303,6 +316,7 @@ def test_an_error_is_one_readable_line(page, repo, vwt):
     assert not repo.git_ok("rev-parse", "--verify", "--quiet", "refs/vibe/reaped/filtered")
 
 
+@pytest.mark.slow
 def test_the_page_works_with_no_network(page, two_repos):
     """All assets come from the board itself (the fixture blocks and fails any other host)."""
     expect(page.page.locator("#worktrees tbody tr")).to_have_count(3)
@@ -314,6 +328,7 @@ def test_the_page_works_with_no_network(page, two_repos):
 
 
 # -- landing: integration and merge (SPEC §8) --------------------------------------------------
+@pytest.mark.slow
 def test_integration_and_behind_are_shown_once_list_has_them(page, repo, vwt):
     created = vwt.new("landed")
     repo.commit("the work", {"work.txt": "done\n"}, cwd=Path(created["path"]))
@@ -325,6 +340,7 @@ def test_integration_and_behind_are_shown_once_list_has_them(page, repo, vwt):
     expect(landed.locator("td.behind")).to_have_text("1")
 
 
+@pytest.mark.slow
 def test_merge_asks_first_then_lands_the_commits_on_the_target(page, repo, vwt):
     created = vwt.new("shipping")
     repo.commit("ship it", {"shipped.txt": "shipped\n"}, cwd=Path(created["path"]))
@@ -344,6 +360,7 @@ def test_merge_asks_first_then_lands_the_commits_on_the_target(page, repo, vwt):
     expect(row(page, "shipping").locator("td.state")).to_contain_text("snapshot")
 
 
+@pytest.mark.slow
 def test_a_merge_conflict_is_shown_and_changes_nothing(page, repo, vwt):
     created = vwt.new("clashing")
     where = Path(created["path"])
@@ -361,6 +378,7 @@ def test_a_merge_conflict_is_shown_and_changes_nothing(page, repo, vwt):
     assert where.is_dir()
 
 
+@pytest.mark.slow
 def test_merging_a_held_worktree_is_refused_with_the_reason(page, repo, vwt, holder):
     created = vwt.new("taken")
     repo.commit("work", {"w.txt": "w\n"}, cwd=Path(created["path"]))
@@ -375,6 +393,7 @@ def test_merging_a_held_worktree_is_refused_with_the_reason(page, repo, vwt, hol
 
 
 # -- collisions (SPEC §13) ------------------------------------------------------------------------
+@pytest.mark.slow
 def test_worktrees_that_will_conflict_are_marked(page, repo, vwt):
     first, second = vwt.new("left"), vwt.new("right")
     vwt.new("elsewhere")
@@ -389,6 +408,7 @@ def test_worktrees_that_will_conflict_are_marked(page, repo, vwt):
     expect(page.page.locator("#detail-facts")).to_contain_text("conflicts with right")
 
 
+@pytest.mark.slow
 def test_an_agent_sessions_activity_shows_beside_its_holders(page, repo, vwt):
     path = Path(vwt.new("agent-work")["path"])
     event = json.dumps({"session_id": "s-1", "hook_event_name": "Notification",
@@ -400,6 +420,7 @@ def test_an_agent_sessions_activity_shows_beside_its_holders(page, repo, vwt):
     expect(holders).to_contain_text("idle", timeout=LIVE_SECONDS * 1000)
 
 
+@pytest.mark.slow
 def test_any_agents_activity_shows_too_named_without_a_session(page, repo, vwt):
     path = Path(vwt.new("codex-work")["path"])
     vwt.ok("activity", "set", "working", "--agent", "codex", cwd=path)

@@ -45,6 +45,7 @@ def test_ports_link_to_the_servers_inside_and_mark_a_mismatch(page, repo, vwt,
     expect(facts).to_contain_text(re.compile(rf"pid \d+ \(:{web_port}\): .*http\.server"))
 
 
+@pytest.mark.slow
 def test_a_server_stopped_disappears_without_a_reload(page, repo, vwt,
                                                       procs: Procs) -> None:  # noqa: F811
     web = Path(vwt.new("web")["path"])

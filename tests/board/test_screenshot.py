@@ -18,6 +18,7 @@ def _png_size(data: bytes) -> tuple[int, int]:
     return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium")
 def test_the_screenshot_tool_photographs_a_live_board(tmp_path, sandbox):
     out = tmp_path / "board.png"

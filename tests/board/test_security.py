@@ -310,6 +310,7 @@ def test_the_start_up_path_does_not_import_the_web_stack(vwt, repo):
     assert out.strip().splitlines()[-1] == "[]"
 
 
+@pytest.mark.slow
 def test_board_started_with_an_open_stream_is_not_busy_when_nothing_changes(board, worktree):
     """With a page watching and nothing changing, it sends nothing but a rare keep-alive."""
     stream = http.client.HTTPConnection("127.0.0.1", board.port, timeout=30)

@@ -8,6 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import Repo, Sandbox, Vwt
 
 MIB = 1024 * 1024
@@ -40,6 +42,7 @@ def test_list_size_counts_each_checkout_as_du_does(repo: Repo, sandbox: Sandbox,
     assert table[1].split()[-2].endswith("M")
 
 
+@pytest.mark.slow
 def test_prune_max_size_removes_pool_entries_first_then_the_oldest_unheld_worktrees(
         repo: Repo, sandbox: Sandbox, vwt: Vwt, holder) -> None:
     repo.commit("pool", {".vibe/worktree.toml": "[pool]\nsize = 1\n"})
@@ -108,6 +111,7 @@ def test_list_size_shows_no_size_where_there_is_no_checkout_and_adds_a_total(
     assert table[-1] == f"total {human(total)} in 2 checkouts"
 
 
+@pytest.mark.slow
 def test_list_size_mentions_what_the_pool_takes(repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     repo.commit("pool", {".vibe/worktree.toml": "[pool]\nsize = 1\n"})
     one = Path(vwt.new("one", "--no-hooks")["path"])

@@ -149,6 +149,7 @@ def test_a_symlinked_or_read_only_root_is_reported(vwt: Vwt, repo: Repo, layout:
     assert report["unsafe_root"][0]["detail"] == "is a symlink"
 
 
+@pytest.mark.slow
 def test_a_creation_in_progress_is_not_a_problem(vwt: Vwt, repo: Repo, layout: Layout) -> None:
     """A `vwt new` paused by a slow post-checkout hook, mid-creation: reserved record, live
     `.starting`, checkout and git worktree entry half made, branch already there."""

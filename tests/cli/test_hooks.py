@@ -11,6 +11,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import VWT_BIN, Repo, Sandbox, Vwt, assert_error
 
 
@@ -326,6 +328,7 @@ def test_background_hook_returns_at_once_even_through_pipes_and_holds_the_worktr
     assert vwt.ok("rm", "feature", "--json").json()["outcome"] == "removed"
 
 
+@pytest.mark.slow
 def test_background_hook_timeout_kills_it_and_releases_the_worktree(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     user_hooks(sandbox, hook_entry("stuck", "sleep 60", background=True, timeout=1))

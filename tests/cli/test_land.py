@@ -299,6 +299,7 @@ def test_no_wait_answers_busy_while_another_land_has_the_turn(repo, vwt, land, s
     assert outcomes(land.json("other", code=0)) == {"other": "merged"}
 
 
+@pytest.mark.slow
 def test_a_killed_waiting_land_leaves_no_turn_behind(repo, vwt, land, sandbox):
     for name in ("slow", "killed", "later"):
         with_work(repo, vwt, name)

@@ -84,6 +84,7 @@ def test_racing_lands_land_each_worktree_exactly_once(repo, vwt, land):
     assert vwt("doctor").code == 0
 
 
+@pytest.mark.slow
 def test_racing_ready_lands_share_out_the_worktrees(repo, vwt, land):
     names = [f"r{i}" for i in range(5)]
     for name in names:

@@ -8,6 +8,8 @@ import shutil
 import stat
 import time
 
+import pytest
+
 from conftest import Repo, assert_error, tree_files
 
 NEW_KEYS = {"name", "branch", "path", "bucket", "repo_root", "base_commit", "branch_created",
@@ -132,6 +134,7 @@ def test_failed_fetch_keeps_plain_stdout_to_the_path(origin_repo, vwt):
     assert result.out.splitlines() == [str(origin_repo.checkout("quiet-path"))]
 
 
+@pytest.mark.slow
 def test_hanging_fetch_gives_up_after_the_timeout(origin_repo, vwt, sandbox):
     known = origin_repo.rev("refs/remotes/origin/main")
     hang = sandbox.tmp / "hang.sh"

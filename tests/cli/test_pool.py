@@ -103,6 +103,7 @@ def pool_worktrees(repo: Repo) -> list[str]:
             if p.startswith("worktree ") and "/.pool/" in p]
 
 
+@pytest.mark.slow
 def test_fill_makes_ready_entries_that_no_listing_or_health_check_sees(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     setup_pool(repo, vwt, 2, deps_hook(sandbox))
@@ -162,6 +163,7 @@ def test_new_takes_a_ready_entry_and_runs_a_hook_again_only_when_its_inputs_chan
     assert runs(sandbox) == ["1", "1", "", "1"]  # and two's refill in the pool
 
 
+@pytest.mark.slow
 def test_a_hook_without_inputs_runs_again_whenever_the_start_point_moved(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     setup_pool(repo, vwt, 1, deps_hook(sandbox))
@@ -216,6 +218,7 @@ def file_stats(checkout: Path) -> dict[str, tuple[int, int]]:
     return stats
 
 
+@pytest.mark.slow
 def test_a_take_writes_only_the_files_that_differ_from_the_entrys_base(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     """Issue 24: the branch is made at the start point with only the differing files
@@ -242,6 +245,7 @@ def test_a_take_writes_only_the_files_that_differ_from_the_entrys_base(
     wait_for_fillers(vwt, repo)
 
 
+@pytest.mark.slow
 def test_the_claude_code_hook_hands_out_a_ready_entry(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     setup_pool(repo, vwt, 1, deps_hook(sandbox))
@@ -260,6 +264,7 @@ def test_the_claude_code_hook_hands_out_a_ready_entry(
     assert vwt.entry("agent-pooled") is not None
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not MCP_INSTALLED, reason="needs the optional mcp extra")
 def test_the_mcp_create_tool_hands_out_a_ready_entry(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
@@ -332,6 +337,7 @@ def gate_opened_at_exit(gate: Path) -> Iterator[None]:
         gate.touch()
 
 
+@pytest.mark.slow
 def test_refills_cannot_pile_up_one_filler_fills_and_at_most_one_waits(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     armed, gate = sandbox.tmp / "armed", sandbox.tmp / "gate"
@@ -470,6 +476,7 @@ def test_a_hook_that_leaves_changes_makes_no_ready_entry(
     assert repo.git("for-each-ref", "refs/vibe/pool/") != ""  # the change was kept
 
 
+@pytest.mark.slow
 def test_drain_empties_the_pool_and_git_forgets_its_checkouts(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     setup_pool(repo, vwt, 3, deps_hook(sandbox))
@@ -482,6 +489,7 @@ def test_drain_empties_the_pool_and_git_forgets_its_checkouts(
     assert vwt.layout.trash_entries() == []
 
 
+@pytest.mark.slow
 def test_new_refills_the_pool_in_the_background(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     setup_pool(repo, vwt, 2, deps_hook(sandbox))
@@ -501,6 +509,7 @@ def test_new_refills_the_pool_in_the_background(
     assert status(vwt)["ready"] == 2
 
 
+@pytest.mark.slow
 def test_a_configured_pool_starts_filling_after_the_first_new(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     setup_pool(repo, vwt, 1, deps_hook(sandbox))
@@ -511,6 +520,7 @@ def test_a_configured_pool_starts_filling_after_the_first_new(
     wait_for_fillers(vwt, repo)
 
 
+@pytest.mark.slow
 def test_no_hooks_never_takes_a_pool_entry(repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     setup_pool(repo, vwt, 1, deps_hook(sandbox))
     vwt.ok("pool", "fill")
@@ -520,6 +530,7 @@ def test_no_hooks_never_takes_a_pool_entry(repo: Repo, sandbox: Sandbox, vwt: Vw
     assert status(vwt)["ready"] == 1
 
 
+@pytest.mark.slow
 def test_an_unapproved_hook_is_skipped_in_the_pool_and_asked_again_when_taken(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     repo.commit("pool", {".vibe/worktree.toml": pool_config(1, deps_hook(sandbox)),
@@ -582,6 +593,7 @@ def test_a_fill_killed_in_the_middle_hands_nothing_out_and_is_cleaned_up(
     assert pool_worktrees(repo) == []
 
 
+@pytest.mark.slow
 def test_prune_trims_entries_beyond_the_size_and_too_old(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     setup_pool(repo, vwt, 3, deps_hook(sandbox))
@@ -598,6 +610,7 @@ def test_prune_trims_entries_beyond_the_size_and_too_old(
     assert vwt.list() == []
 
 
+@pytest.mark.slow
 def test_prune_removes_entries_older_than_pool_max_age_days_even_within_the_size(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     setup_pool(repo, vwt, 3, deps_hook(sandbox))

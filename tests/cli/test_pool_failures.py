@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_pool import deps_hook, hook, pool_config, pool_dir, setup_pool, wait_for_fillers
 
 from conftest import Repo, Sandbox, Vwt
@@ -99,6 +100,7 @@ def test_a_user_pool_whose_background_refill_fails_in_another_repository_is_visi
     assert vwt("doctor", cwd=fine.path).code == 1
 
 
+@pytest.mark.slow
 def test_pool_status_says_what_its_entries_take_on_disk(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     setup_pool(repo, vwt, 2, deps_hook(sandbox))
@@ -111,6 +113,7 @@ def test_pool_status_says_what_its_entries_take_on_disk(
     assert " on disk" in vwt.ok("pool").out
 
 
+@pytest.mark.slow
 def test_pool_outside_a_repository_shows_every_repositorys_pool_as_list_does(
         make_repo: Any, sandbox: Sandbox, vwt: Vwt) -> None:
     for name in ("one", "two"):

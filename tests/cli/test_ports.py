@@ -78,6 +78,7 @@ def wait_for_http(port: int, timeout: float = 30) -> int:
 
 
 # -- made, unique, kept -------------------------------------------------------------------------
+@pytest.mark.slow
 def test_every_worktree_of_every_repository_leases_its_own_block(
         make_repo, sandbox: Sandbox, vwt: Vwt) -> None:
     set_count(sandbox, 3)
@@ -118,6 +119,7 @@ def test_a_worktree_keeps_its_lease_and_count_for_its_life(repo: Repo, sandbox: 
     assert len(vwt.new("later")["ports"]) == 4
 
 
+@pytest.mark.slow
 def test_a_port_a_real_server_listens_on_is_never_leased(
         repo: Repo, sandbox: Sandbox, vwt: Vwt, server: int) -> None:
     set_range(sandbox, server, server + 20)
@@ -254,6 +256,7 @@ def test_prune_gives_back_a_lease_the_table_lost(repo: Repo, sandbox: Sandbox,
 
 
 # -- every path that makes a managed worktree ----------------------------------------------------
+@pytest.mark.slow
 def test_adopt_and_the_pool_take_lease_and_pool_entries_do_not(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     repo.commit("pool", {".vibe/worktree.toml": "[pool]\nsize = 1\n"})

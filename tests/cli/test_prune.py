@@ -314,6 +314,7 @@ def test_finished_sessions_are_reaped_whatever_the_limit(repo, vwt, sandbox):
         assert repo.checkout(name).exists()
 
 
+@pytest.mark.slow
 def test_finished_session_that_is_held_is_kept(repo, vwt, holder, sandbox):
     vwt.new("held-done")
     repo.edit_record("held-done", session_dirs=[str(sandbox.tmp / "no-such-session")])
@@ -338,6 +339,7 @@ def test_prune_never_deletes_a_broken_record(repo, vwt):
     assert repo.branch_exists("corrupt")
 
 
+@pytest.mark.slow
 def test_dry_run_plan_includes_a_snapshot_that_would_fail(repo, vwt):
     repo.commit("attrs", {".gitattributes": "*.dat filter=evil\n", "data.dat": "v1\n"})
     make_aged(repo, vwt, {"filtered": 3, "plain": 2})
@@ -396,6 +398,7 @@ def blocked_on_flock(pid: int, within: float) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_prune_waits_for_the_shared_prune_lock(repo, vwt, layout, foreign_lock):
     """Vibe holding `.claims/.prune` (flock) keeps our prune from removing anything meanwhile."""
     make_aged(repo, vwt, {"victim": 2})
@@ -415,6 +418,7 @@ def prune_lock_passes(trace):
     return [line for line in trace.read_text().splitlines() if line.startswith(".prune ")]
 
 
+@pytest.mark.slow
 def test_prune_holds_the_lock_to_decide_and_a_moment_per_batch_not_to_remove(repo, vwt,
                                                                             sandbox):
     """`.prune` is taken once to read and decide, then once per batch of 8 to take the
@@ -440,6 +444,7 @@ sys.stdin.read()
 """
 
 
+@pytest.mark.slow
 def test_new_of_a_name_being_removed_waits_for_the_removal_to_finish(repo, vwt):
     """A removal holds `.removing`, not `.prune`: `vwt new` of that name must not hand out
     the checkout being deleted; it waits until the removal is over, then looks again."""
@@ -462,6 +467,7 @@ def test_new_of_a_name_being_removed_waits_for_the_removal_to_finish(repo, vwt):
     assert json.loads(out)["name"] == "busy"
 
 
+@pytest.mark.slow
 def test_prune_stops_after_its_time_budget_and_the_next_run_goes_on(repo, vwt):
     names = [f"old-{i:02d}" for i in range(20)]
     for name in names:

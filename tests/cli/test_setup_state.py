@@ -145,6 +145,7 @@ def test_a_failed_hook_leaves_the_setup_incomplete_and_new_runs_only_it_again(
     assert "setup_pending" not in repo.record("feature")
 
 
+@pytest.mark.slow
 def test_a_timed_out_project_hook_is_run_again_from_the_fixed_file(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:
     project_hooks(repo, hook_entry("deps", "sleep 30", timeout=0.5))
@@ -318,6 +319,7 @@ def test_claude_codes_worktree_create_finishes_an_incomplete_setup(
     assert repo.record("agent-a1")["agent"] == "claude-code"  # the tag survives the rewrites
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not MCP_INSTALLED, reason="needs the optional mcp extra")
 def test_the_mcp_create_tool_finishes_an_incomplete_setup(
         repo: Repo, sandbox: Sandbox, vwt: Vwt) -> None:

@@ -314,6 +314,7 @@ def landing_keys(doc):
     return {key: doc[key] for key in ("rebase", "integrated", "safe_to_remove")}
 
 
+@pytest.mark.slow
 def test_list_and_status_say_a_stopped_rebase_is_not_landed(repo, vwt):
     path = conflicting(repo, vwt)
     sync(vwt, "feat", "--stop-on-conflict", code=1)  # HEAD is main's tip, mid-rebase

@@ -16,6 +16,7 @@ from mcp import Client
 from .test_mcp_server import call, with_client
 
 
+@pytest.mark.slow
 def test_foreign_and_adopt_tools_match_the_cli_and_report_refusals(box: Box) -> None:
     claude = box.repo / ".claude" / "worktrees" / "feat"
     box.git("worktree", "add", "-q", "-b", "worktree-feat", str(claude))

@@ -12,6 +12,7 @@ from mcp import Client
 from .test_mcp_server import call, with_client
 
 
+@pytest.mark.slow
 def test_conflicts_tool_matches_the_cli_for_every_scope(box: Box) -> None:
     for name in ("alpha", "beta"):
         path = box.new(name)["path"]

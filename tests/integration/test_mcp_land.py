@@ -28,6 +28,7 @@ async def land(client: Client, **arguments: Any) -> tuple[bool, Any]:
     return result.is_error, data
 
 
+@pytest.mark.slow
 def test_land_tool_lands_the_sessions_own_worktree_through_the_gate(box: Box) -> None:
     async def body(client: Client) -> None:
         tools = {t.name: t for t in (await client.list_tools()).tools}
@@ -52,6 +53,7 @@ def test_land_tool_lands_the_sessions_own_worktree_through_the_gate(box: Box) ->
     with_client(box, body)
 
 
+@pytest.mark.slow
 def test_land_tool_reports_a_failed_gate_as_an_error_result(box: Box) -> None:
     path = Path(box.new("failing")["path"])
     (path / "f.txt").write_text("f\n")

@@ -99,6 +99,7 @@ def test_created_worktrees_are_held_until_the_client_disconnects(box: Box) -> No
     assert all(r["holders"] == 0 for r in box.ok("list", "--json").json())
 
 
+@pytest.mark.slow
 def test_list_and_status_match_the_cli_json(box: Box) -> None:
     box.new("a")
 
@@ -134,6 +135,7 @@ def test_remove_refuses_dirty_work_until_confirmed_and_restore_brings_it_back(bo
     with_client(box, body)
 
 
+@pytest.mark.slow
 def test_remove_never_overrides_another_sessions_hold(box: Box) -> None:
     box.new("busy")
     with HeldByAnotherSession(box, "busy"):
@@ -145,6 +147,7 @@ def test_remove_never_overrides_another_sessions_hold(box: Box) -> None:
         with_client(box, body)
 
 
+@pytest.mark.slow
 def test_merge_never_overrides_another_sessions_hold_even_with_keep(box: Box) -> None:
     path = box.new("busy")["path"]
     with open(f"{path}/work.txt", "w") as handle:
@@ -163,6 +166,7 @@ def test_merge_never_overrides_another_sessions_hold_even_with_keep(box: Box) ->
         assert box.git("rev-parse", "main") == main
 
 
+@pytest.mark.slow
 def test_merge_of_a_worktree_the_session_created_lands_it(box: Box) -> None:
     async def body(client: Client) -> None:
         created = await call(client, "create", name="mine")
@@ -179,6 +183,7 @@ def test_merge_of_a_worktree_the_session_created_lands_it(box: Box) -> None:
     assert box.git("show", "main:mine.txt") == "mine\n"
 
 
+@pytest.mark.slow
 def test_snapshot_and_prune(box: Box) -> None:
     async def body(client: Client) -> None:
         await call(client, "create", name="keep-me")
@@ -237,6 +242,7 @@ def test_every_tool_result_matches_its_schema(box: Box) -> None:
     with_client(box, body)
 
 
+@pytest.mark.slow
 def test_ps_is_the_cli_document_and_check_is_an_error_on_a_mismatch(box: Box) -> None:
     import socket
     import sys
@@ -279,6 +285,7 @@ def test_errors_are_tool_errors_with_the_cli_message(box: Box) -> None:
     with_client(box, body)
 
 
+@pytest.mark.slow
 def test_create_runs_hooks_as_a_caller_without_a_terminal(box: Box) -> None:
     """User hooks run; an unapproved project hook is skipped, never asked about."""
     (box.repo / ".vibe").mkdir()
@@ -301,6 +308,7 @@ def test_create_runs_hooks_as_a_caller_without_a_terminal(box: Box) -> None:
     assert list((box.vibe_home / "worktrees").glob("*/feature/mine.txt"))
 
 
+@pytest.mark.slow
 def test_list_and_status_carry_an_agent_sessions_activity(box: Box) -> None:
     path = box.new("agent-work")["path"]
     box.ok("hook", "claude-code", input=json.dumps(

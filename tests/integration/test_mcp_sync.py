@@ -34,6 +34,7 @@ def conflicting(box: Box, name: str) -> str:
     return path
 
 
+@pytest.mark.slow
 def test_sync_tool_stops_continues_and_aborts(box: Box) -> None:
     fixed = conflicting(box, "fixed")
     undone = conflicting(box, "undone")

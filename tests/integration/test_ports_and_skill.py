@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from vibe_worktree.integrations.skill import skill_text
 
 from .vwt_support import Box
@@ -22,6 +24,7 @@ def test_port_is_stable_in_range_and_exported_by_run(box: Box) -> None:
     assert path == box.ok("path", "web").out.strip()
 
 
+@pytest.mark.slow
 def test_ports_differ_by_name_and_follow_the_configured_range(box: Box) -> None:
     ports = {int(box.ok("port", f"w{i}").out) for i in range(20)}
     assert len(ports) > 15, "derived from the name, so names spread out"

@@ -107,6 +107,7 @@ print(json.dumps({"me": __import__("os").getpid(),
 """
 
 
+@pytest.mark.slow
 def test_the_caller_and_its_ancestors_never_count_as_users(procs: Procs,
                                                            folder: Path) -> None:
     # a shell inside the folder (an ancestor) starts a sibling sleep, then asks
@@ -167,6 +168,7 @@ def test_stop_reports_a_process_that_exited_by_itself(procs: Procs, folder: Path
     assert stopped.how == GONE
 
 
+@pytest.mark.slow
 def test_a_nested_agent_whose_parent_exited_is_still_a_user(procs: Procs,
                                                             folder: Path) -> None:
     pid = procs.orphan(folder)
@@ -218,6 +220,7 @@ def test_another_users_process_is_unreadable_and_named_when_it_may_be_inside(
     assert pid not in look_as(12346, shared_folder)["may_be_inside"]
 
 
+@pytest.mark.slow
 def test_a_process_that_started_a_moment_ago_and_ends_at_once_is_no_user(
         procs: Procs, folder: Path) -> None:
     """The `git status` a board or a status line runs in a worktree for a few milliseconds

@@ -56,6 +56,7 @@ def test_rm_refuses_for_a_nested_agent_whose_parent_exited(vwt: Vwt, procs: Proc
     assert path.is_dir() and alive(pid)
 
 
+@pytest.mark.slow
 def test_rm_stop_terminates_then_kills_after_five_seconds_then_removes(
         vwt: Vwt, procs: Procs) -> None:
     path = Path(vwt.new("web")["path"])
@@ -136,6 +137,7 @@ def test_a_merge_that_removes_says_no_kept_reason(vwt: Vwt, repo: Repo) -> None:
     assert data["removed"] is True and data["kept_reason"] is None
 
 
+@pytest.mark.slow
 def test_land_lands_the_work_but_keeps_a_worktree_a_server_runs_in(
         vwt: Vwt, repo: Repo, procs: Procs) -> None:
     path = Path(vwt.new("feature")["path"])
@@ -166,6 +168,7 @@ def test_prune_and_retention_keep_a_worktree_processes_run_in(
     assert busy.is_dir() and not idle.exists() and alive(pid)
 
 
+@pytest.mark.slow
 def test_retention_counts_a_shell_of_the_user_standing_in_the_worktree(
         vwt: Vwt, repo: Repo) -> None:
     """An explicit rm spares its caller's shell; retention does not: someone works there."""
@@ -180,6 +183,7 @@ def test_retention_counts_a_shell_of_the_user_standing_in_the_worktree(
 
 
 # -- Claude Code's WorktreeRemove -----------------------------------------------------------
+@pytest.mark.slow
 def test_worktree_remove_keeps_a_worktree_a_nested_agent_runs_in(
         vwt: Vwt, repo: Repo, procs: Procs, fake_host) -> None:  # noqa: F811
     path = Path(vwt.new("agent-wt")["path"])

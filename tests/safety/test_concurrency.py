@@ -53,6 +53,7 @@ def test_many_creates_of_one_name(sb: Sandbox, repo: GitRepo) -> None:
     check_state(repo)
 
 
+@pytest.mark.slow
 def test_many_auto_named_creates_of_one_prompt(sb: Sandbox, repo: GitRepo) -> None:
     """Three rounds of 8 parallel `new -p` of one prompt: 24 distinct worktrees.
     (git itself can die reading another `worktree add`'s half-written admin folder:
@@ -142,6 +143,7 @@ RUN_SCRIPT = ('P="$1"; echo "$$" > "$P/.run-marker"; i=0; while [ $i -lt 6 ]; do
               '[ -f "$P/.git" ] || exit 77; sleep 0.05; i=$((i+1)); done; exit 0')
 
 
+@pytest.mark.slow
 def test_prune_races_run_new_rm_and_vibe_holders(sb: Sandbox, repo: GitRepo) -> None:
     duration = 20.0
     repo.snapshot_branches()
@@ -221,6 +223,7 @@ def test_prune_races_run_new_rm_and_vibe_holders(sb: Sandbox, repo: GitRepo) -> 
             assert Path(repo.checkout(name), ".git").is_file()
 
 
+@pytest.mark.slow
 def test_run_racing_rm_of_the_same_name(sb: Sandbox, repo: GitRepo) -> None:
     """`run` must either hold a worktree that exists for the whole command, or refuse with
     a spec exit code (1 not found, 4 held/being removed) - never start the command in a
@@ -263,6 +266,7 @@ def test_run_racing_rm_of_the_same_name(sb: Sandbox, repo: GitRepo) -> None:
     check_state(repo)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGTERM"])
 def test_killed_run_wrapper_keeps_holding_while_its_command_runs(
         sb: Sandbox, repo: GitRepo, signal_name: str) -> None:

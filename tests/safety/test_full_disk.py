@@ -229,7 +229,9 @@ COMMANDS: dict[str, Case] = {
 }
 
 # bytes left free: none, a page, a few pages, and more than most commands write
-K_VALUES = (0, PAGE, 8 * PAGE, 64 * PAGE)
+# (one and eight pages only with -m slow: the sweep below covers every size there too)
+K_VALUES = (0, pytest.param(PAGE, marks=pytest.mark.slow),
+            pytest.param(8 * PAGE, marks=pytest.mark.slow), 64 * PAGE)
 MOST_PAGES = 1024  # 4 MiB: far more than any of these commands writes for this repository
 
 
@@ -344,6 +346,7 @@ def failures_until_it_fits(disk: SmallDisk, repo: GitRepo, args: tuple[str, ...]
     raise AssertionError(f"{args} still failed with {MOST_PAGES} pages free")
 
 
+@pytest.mark.slow
 def test_a_new_that_ran_out_of_space_leaves_no_branch_and_the_retry_owns_it(
         small_disk: SmallDisk) -> None:
     _sb, repo = setup(small_disk, COMMANDS["new"])
@@ -372,6 +375,7 @@ def test_a_move_that_ran_out_of_space_leaves_the_work_in_place_and_nothing_else(
     _move_verify(repo)
 
 
+@pytest.mark.slow
 def test_a_merge_that_ran_out_of_space_says_so_and_changes_no_checkout(
         small_disk: SmallDisk) -> None:
     _sb, repo = setup(small_disk, COMMANDS["merge"])
@@ -387,6 +391,7 @@ def test_a_merge_that_ran_out_of_space_says_so_and_changes_no_checkout(
     _merge_verify(repo)
 
 
+@pytest.mark.slow
 def test_a_sync_that_ran_out_of_space_leaves_the_worktree_as_it_was(
         small_disk: SmallDisk) -> None:
     _sb, repo = setup(small_disk, COMMANDS["sync"])

@@ -218,7 +218,8 @@ def run_on_tty(sb: Sandbox, args: list[str], cwd: Path, env_extra: dict[str, str
     return Run(args, proc.returncode, out, err, elapsed), tty_text
 
 
-@pytest.mark.parametrize("mode", ["http-hang", "http-401", "ssh-hang", "http-hang-no-head"])
+@pytest.mark.parametrize("mode", ["http-hang", "http-401", "ssh-hang",
+                                  pytest.param("http-hang-no-head", marks=pytest.mark.slow)])
 def test_new_with_a_bad_origin_finishes_with_a_warning(sb: Sandbox, clone: GitRepo,
                                                        mode: str) -> None:
     server = Server("401" if mode == "http-401" else "hang")

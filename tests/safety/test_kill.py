@@ -137,6 +137,7 @@ def test_new_killed_inside_git_checkout_is_never_recorded_ready(repo: GitRepo) -
     check_state(repo)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("repair", ["new", "prune"])
 @pytest.mark.parametrize("inside", ["git branch", "the checkout's reset"])
 def test_new_killed_while_git_held_the_new_branchs_lock_is_made_again(
@@ -202,6 +203,7 @@ def test_prune_discards_a_creation_killed_inside_git_checkout(repo: GitRepo) -> 
     tracked_files_present(repo, Path(again["path"]))
 
 
+@pytest.mark.slow
 def test_a_ready_record_of_a_checkout_git_never_finished_is_reported_and_repaired(
         repo: GitRepo) -> None:
     """What an older vwt left: it adopted the killed creation and recorded it ready."""
@@ -256,6 +258,7 @@ def work_in(checkout: Path) -> bool:
                for rel, text in WORK.items())
 
 
+@pytest.mark.slow
 def test_restore_killed_inside_git_is_finished_by_a_retry(repo: GitRepo) -> None:
     checkout = kill_restore_inside_checkout(repo)
     retry = repo.vwt("restore", "feat", "--json")
@@ -301,6 +304,7 @@ def kill_restore_holding_the_branch_lock(repo: GitRepo) -> Path:
     return checkout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("repair", ["restore", "prune"])
 def test_a_branch_lock_a_killed_restore_left_is_removed(repo: GitRepo, repair: str) -> None:
     """The campaign's seed 16104976: the lock outlived the kill and every restore failed."""
@@ -317,6 +321,7 @@ def test_a_branch_lock_a_killed_restore_left_is_removed(repo: GitRepo, repair: s
     doctor_healthy(repo)
 
 
+@pytest.mark.slow
 def test_a_branch_lock_holding_something_else_is_never_removed(repo: GitRepo) -> None:
     """A lock with a value the killed restore's git never wrote is not provably its own."""
     kill_restore_holding_the_branch_lock(repo)
@@ -382,6 +387,7 @@ def synced_cleanly(repo: GitRepo, checkout: Path) -> None:
     repo.git("add", "-A", cwd=checkout)  # the user's git works there
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("repair", ["sync", "prune"])
 def test_sync_killed_while_writing_the_worktrees_files_is_finished(
         repo: GitRepo, repair: str) -> None:
@@ -396,6 +402,7 @@ def test_sync_killed_while_writing_the_worktrees_files_is_finished(
     doctor_healthy(repo)
 
 
+@pytest.mark.slow
 def test_a_file_written_after_a_killed_sync_is_never_taken_for_gits(repo: GitRepo) -> None:
     """The finish puts back only what is provably the move's own writing (the target's
     version, or its start); a file with anything else stays, and the sync refuses."""
@@ -444,6 +451,7 @@ def test_the_branch_lock_of_a_killed_move_goes_only_when_it_holds_the_moves_comm
 
 
 # ------------------------------------- a `merge` killed while it moves the main checkout
+@pytest.mark.slow
 @pytest.mark.parametrize("repair", ["prune", "merge"])
 def test_merge_killed_while_moving_the_main_checkout_leaves_no_lock_past_prune(
         repo: GitRepo, repair: str) -> None:
@@ -482,6 +490,7 @@ def test_prune_never_removes_an_index_lock_it_did_not_take(repo: GitRepo) -> Non
 
 
 # --------------------------------------- what the campaign found, each proven on its own
+@pytest.mark.slow
 @pytest.mark.parametrize("repair", ["new", "prune"])
 def test_a_creation_killed_before_git_wrote_its_admin_folder_is_made_again(
         repo: GitRepo, repair: str) -> None:
@@ -567,6 +576,7 @@ def test_prune_clears_the_name_an_adopt_killed_while_writing_its_record_held(
     assert _has(repo.checkout("feat"), DIRTY)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("repair", ["new", "prune"])
 @pytest.mark.parametrize("relinked", [True, False])
 def test_a_pooled_take_killed_before_its_branch_was_made_is_made_again(

@@ -158,6 +158,7 @@ def campaign(tmp: Path, moments: int) -> None:
         check_after_kill(repo, start, gated, label)
 
 
+@pytest.mark.slow
 def test_land_killed_at_random_moments(tmp_path: Path) -> None:
     campaign(tmp_path, QUICK_MOMENTS)
 
@@ -167,6 +168,7 @@ def test_land_kill_sweep(tmp_path: Path) -> None:
     campaign(tmp_path, SWEEP_MOMENTS)
 
 
+@pytest.mark.slow
 def test_a_land_killed_during_its_gate_takes_the_gate_with_it(tmp_path: Path) -> None:
     repo, gated = prepared(tmp_path / "gate")
     start = repo.git("rev-parse", "main")

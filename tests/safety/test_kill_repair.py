@@ -81,6 +81,7 @@ def test_the_next_prune_undoes_a_restore_killed_inside_git(repo: GitRepo) -> Non
     assert _has(checkout, DIRTY)
 
 
+@pytest.mark.slow
 def test_a_reservation_without_a_starting_file_still_waits(repo: GitRepo) -> None:
     """Not provably dead: a tool that takes no `.starting` may be creating it. Its
     reservation is left for the 10 minutes, then discarded."""
@@ -95,6 +96,7 @@ def test_a_reservation_without_a_starting_file_still_waits(repo: GitRepo) -> Non
     doctor_healthy(repo)
 
 
+@pytest.mark.slow
 def test_a_git_that_outlives_its_killed_vwt_keeps_its_checkout(repo: GitRepo) -> None:
     """`vwt new` alone is killed (not its process group) while its git checks files out:
     the `.starting` holder is dead, but the git still works inside the checkout. Prune
@@ -165,6 +167,7 @@ def test_the_next_prune_removes_a_snapshot_refs_lock_a_killed_vwt_left(
     doctor_healthy(repo)
 
 
+@pytest.mark.slow
 def test_a_snapshot_refs_lock_is_kept_while_the_worktree_is_held(repo: GitRepo,
                                                                   holder: object) -> None:
     """A live holder may be a vwt writing that ref right now: its lock is not prune's."""
@@ -209,6 +212,7 @@ def test_a_snapshot_refs_lock_without_a_dead_holder_goes_only_once_old(
         assert _in_checkout_or_restorable(repo, "feat", DIRTY) is None
 
 
+@pytest.mark.slow
 def test_the_next_prune_removes_the_staging_index_of_a_snapshot_killed_inside_git(
         repo: GitRepo) -> None:
     """`rm -y` killed while `git add` stages the work into its throw-away index (a clean

@@ -307,6 +307,7 @@ def test_rm_of_a_snapshot_only_entry_with_unlanded_work_is_drawn_as_restore(make
     assert session.doctor()["healthy"], session.log
 
 
+@pytest.mark.slow
 def test_a_new_from_the_pool_and_its_refill_leave_doctor_healthy(make_repo, vwt) -> None:  # type: ignore[no-untyped-def]
     session = Session(make_repo, vwt, "pool", hook=True, pool=1)
     session.step("pool", "alpha", 0)
