@@ -321,3 +321,24 @@ def test_list_and_status_carry_an_agent_sessions_activity(box: Box) -> None:
         assert status["activity"] == row["activity"]
 
     with_client(box, body)
+
+
+def test_remove_refuses_a_worktree_a_process_runs_in_and_stop_stops_it_first(box: Box) -> None:
+    path = box.new("busy")["path"]
+    sleeper = subprocess.Popen(["sleep", "60"], cwd=path)
+    try:
+        async def body(client: Client) -> None:
+            refused = await call(client, "remove", name="busy", confirm=True)
+            assert refused["outcome"] == "kept_in_use"
+            assert [p["pid"] for p in refused["processes"]] == [sleeper.pid]
+            assert Path(path).is_dir() and sleeper.poll() is None
+            removed = await call(client, "remove", name="busy", confirm=True, stop=True)
+            assert removed["outcome"] == "removed"
+            assert removed["stopped"] == [sleeper.pid]
+
+        with_client(box, body)
+        assert sleeper.wait(timeout=10) == -15  # SIGTERM was enough
+        assert not Path(path).exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()

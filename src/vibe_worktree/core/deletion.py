@@ -21,7 +21,8 @@ import os
 import stat
 import threading
 from collections.abc import Sequence
-from typing import NamedTuple
+
+from .light import NamedTuple
 
 _OPEN_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # An unlink waits on the filesystem's journal more than it uses a CPU: on 2 cores, 8

@@ -28,9 +28,9 @@ new work.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from . import git as g
+from .light import NamedTuple
 
 MERGE_CANDIDATES = 8  # per branch: commits of T touching the same files, tried by merging
 

@@ -9,7 +9,8 @@ agent died is not the agent.
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
+
+from .light import NamedTuple
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish"})
 _MAX_DEPTH = 32

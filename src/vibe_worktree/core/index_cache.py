@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import NamedTuple
+
+from .light import NamedTuple
 
 try:  # the builtin module avoids loading OpenSSL, which `hashlib` does
     from _blake2 import blake2b

@@ -7,11 +7,10 @@ only run for work that the cheap ones could not place.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from . import equivalence
 from . import git as g
 from . import target as _target
+from .light import NamedTuple
 
 SAME_COMMIT = "same_commit"
 ANCESTOR = "ancestor"

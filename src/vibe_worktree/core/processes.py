@@ -11,7 +11,8 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from typing import NamedTuple
+
+from .light import NamedTuple
 
 try:  # the C module: `signal` itself builds its enums, about 1 ms of start-up
     from _signal import SIGINT, SIGKILL, SIGPIPE, SIGXFSZ  # type: ignore[import-not-found]

@@ -23,9 +23,9 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Collection, Iterable, Sequence
-from typing import NamedTuple
 
 from .host import read_stat
+from .light import NamedTuple
 from .processes import Process, TimedOut, find_program
 
 TERM_GRACE = 5.0  # seconds between SIGTERM and SIGKILL

@@ -6,10 +6,9 @@ every branch name the rule can need, so a listing asks it once per repository.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from . import git as g
 from .errors import VwtError
+from .light import NamedTuple
 
 
 class Target(NamedTuple):

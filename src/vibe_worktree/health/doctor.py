@@ -13,11 +13,11 @@ from __future__ import annotations
 import os
 import stat
 import time
-from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import VwtError
 from ..core.layout import CLAIMS, TRASH, Claim, Root, bucket_name, is_empty_dir
+from ..core.light import NamedTuple
 from ..core.locks import REMOVING, STARTING, holder_ids, holder_is_live, prune_lock, registry_lock
 from ..lifecycle.adoption import source_of as adopted_from
 from ..lifecycle.worktrees import (

@@ -14,13 +14,13 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from typing import NamedTuple
 
 from ..core import git as g
 from ..core import leases
 from ..core.errors import DiskFull, HeldError, NotARepository, VwtError, disk_is_full
 from ..core.faults import checkpoint
 from ..core.layout import Claim, Root, bucket_name, ensure_dir, rmdir_if_empty, unlink_if_exists
+from ..core.light import NamedTuple
 from ..core.locks import live_holders, prune_lock, registry_lock
 from ..core.records import read_recovery, write_json_atomically, write_record
 from ..lifecycle.remove import acquire_removal, tidy_claim_folders

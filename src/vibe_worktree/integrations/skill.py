@@ -13,7 +13,8 @@ expect):
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
+
+from ..core.light import NamedTuple
 
 SKILL_NAME = "vibe-worktree"
 SKILL_FILE = "SKILL.md"

@@ -15,13 +15,13 @@ against it, and all the merges of a repository run in one git process.
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
 
 from ..core import git as g
 from ..core import history
 from ..core import target as _target
 from ..core.errors import VwtError
 from ..core.layout import Root
+from ..core.light import NamedTuple
 from ..lifecycle.worktrees import (
     READY,
     Checkout,

@@ -17,12 +17,12 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import DiskFull, HeldError, Interrupted, NotFound, VwtError
 from ..core.integration import Tips, check, read_tips
 from ..core.layout import Claim
+from ..core.light import NamedTuple
 from ..core.locks import Holder, acquire_holder, new_holder_id, prune_lock
 from ..core.names import path_segment_problem
 from ..lifecycle.remove import Target, inspect, target_for, tidy_claim_folders

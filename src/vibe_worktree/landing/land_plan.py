@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import VwtError
 from ..core.integration import Tips, check
 from ..core.layout import Claim
+from ..core.light import NamedTuple
 from ..core.locks import HOLDER_ENV, live_holders, registry_lock
 from ..core.records import Record
 from ..lifecycle.worktrees import (

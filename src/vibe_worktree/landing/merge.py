@@ -9,7 +9,6 @@ target's checkout is checked for local changes before the target moves.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import (
@@ -28,6 +27,7 @@ from ..core.git import repair_repo
 from ..core.index_files import IndexBusy
 from ..core.integration import Tips, check, read_tips
 from ..core.layout import Claim
+from ..core.light import NamedTuple
 from ..core.locks import acquire_holder, landing_lock, new_holder_id
 from ..core.proctable import describe
 from ..core.records import write_record

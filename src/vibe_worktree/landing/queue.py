@@ -24,10 +24,10 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import NamedTuple
 
 from ..core.files import write_atomically
 from ..core.layout import Root, ensure_dir, unlink_if_exists
+from ..core.light import NamedTuple
 from ..core.locks import locked, try_flock
 from ..core.records import utc_now
 

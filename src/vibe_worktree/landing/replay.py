@@ -7,9 +7,8 @@ same way. A conflict is a value, not a half-finished state to clean up.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from ..core import git as g
+from ..core.light import NamedTuple
 
 
 class Landed(NamedTuple):

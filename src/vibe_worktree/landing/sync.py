@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import (
@@ -35,6 +34,7 @@ from ..core.git import repair_repo
 from ..core.index_files import IndexBusy
 from ..core.integration import Tips, read_tips
 from ..core.layout import Claim
+from ..core.light import NamedTuple
 from ..core.locks import acquire_holder, new_holder_id
 from ..core.processes import Finished
 from ..core.records import write_record

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import NotARepository, VwtError
 from ..core.faults import checkpoint
 from ..core.layout import Claim, Root, is_empty_dir
+from ..core.light import NamedTuple
 from ..core.locks import STARTING, Holder, acquire_holder, prune_lock
 from ..core.names import candidate_names, path_segment_problem, random_slug, slugify
 from ..core.proctable import processes_inside

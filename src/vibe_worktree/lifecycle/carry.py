@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from contextlib import suppress
-from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import DiskFull, GitFailed, ValidationFailed, VwtError, disk_is_full
 from ..core.faults import checkpoint
 from ..core.files import SpareRoom, copy_index
 from ..core.layout import rmdir_if_empty, unlink_if_exists
+from ..core.light import NamedTuple
 from .worktrees import Checkout, Inspection, housekeeping_git
 
 TYPE_CHECKING = False

@@ -15,7 +15,8 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+
+from ..core.light import NamedTuple
 
 FICLONE = 0x40049409  # _IOW(0x94, 9, int) from linux/fs.h
 WORKERS = 8

@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import DiskFull, GitFailed, ValidationFailed, VwtError, says_disk_full
 from ..core.faults import checkpoint
 from ..core.layout import Claim, Root, ensure_dir, is_empty_dir, rmdir_if_empty, unlink_if_exists
+from ..core.light import NamedTuple
 from ..core.locks import (
     REMOVING,
     STARTING,

@@ -10,12 +10,12 @@ housekeeping: no hook, fsmonitor or filter command of the repository runs.
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import VwtError
 from ..core.integration import Integration, Tips, cheap_check, finish_checks, read_tips
 from ..core.layout import Root, bucket_name
+from ..core.light import NamedTuple
 from ..core.proctable import processes_inside
 from .adoption import linked_checkout
 from .worktrees import Checkout, Here, housekeeping_git, load_entry

@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple
 
 from ..core.errors import VwtError
 from ..core.layout import Claim
+from ..core.light import NamedTuple
 from ..core.records import utc_now
 from . import setup_state
 from .hooks import (

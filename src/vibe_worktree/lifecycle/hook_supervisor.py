@@ -33,7 +33,8 @@ import signal
 import subprocess
 import sys
 import time
-from typing import NamedTuple
+
+from ..core.light import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

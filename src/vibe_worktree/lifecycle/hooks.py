@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 from ..core.errors import NotFound, VwtError
+from ..core.light import NamedTuple
 from ..core.names import path_segment_problem
 from .settings import (
     PROJECT_FILE,

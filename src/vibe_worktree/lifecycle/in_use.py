@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 from ..core.layout import Claim
+from ..core.light import NamedTuple
 from ..core.proctable import KILLED, TERMINATED, Proc, describe, scan, stop, users
 
 PROCESSES_RUNNING = "processes_running"  # what keeps a worktree that processes run inside

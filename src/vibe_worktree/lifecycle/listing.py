@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import NamedTuple
 
 from ..core.errors import VwtError
-from ..core.git import Git, left_right_counts, map_parallel
 from ..core.host import Activity
 from ..core.layout import Claim, Root
+from ..core.light import NamedTuple
 from ..core.locks import live_holders, registry_read_lock, running_hooks
 from . import setup_state
 from .leasing import PortFinder
@@ -165,14 +164,14 @@ class WorktreeStatus(NamedTuple):
         )
 
 
-def shown_ports(entry: Entry, record: Record | None, ports: PortFinder
-                ) -> tuple[int, ...] | None:
+def shown_ports(entry: Entry, record: Record | None, ports: PortFinder,
+                state: str | None = None) -> tuple[int, ...] | None:
     """A ready worktree's ports (its hash block while it has no lease, as `vwt port` says);
     for the others, their lease's if they have one: no app runs where there is no checkout.
     What `list`, `status` and `vwt ps` show."""
     if record is None:
         return None
-    if entry.state != READY:
+    if (state or entry.state) != READY:
         return ports.leased(entry.claim.bucket, entry.name, record.ports)
     return ports.quietly(entry.claim.bucket, entry.name, record.ports, entry.claim.checkout)
 
@@ -180,6 +179,7 @@ def shown_ports(entry: Entry, record: Record | None, ports: PortFinder
 def _listed(entry: Entry, holders: list[str], ports: PortFinder) -> Listed:
     record, recovery = entry.record, entry.recovery
     source = record or recovery
+    state = entry.state  # a property that looks at the disk: once per row
     return Listed(  # positionally: a listing builds a thousand of these
         entry.name,
         source.branch if source else None,
@@ -189,15 +189,15 @@ def _listed(entry: Entry, holders: list[str], ports: PortFinder) -> Listed:
         source.base_commit if source else None,
         record.branch_created if record else None,
         record.claimed_at if record else None,
-        entry.state,
+        state,
         len(holders),
         problem=entry.problem,
         hooks_running=running_hooks(holders) if holders else (),
         agent=_made_by(record, "agent"),
         session=_made_by(record, "session"),
         setup=setup_state.state(record, holders)
-        if record is not None and entry.state == READY else None,
-        ports=shown_ports(entry, record, ports),
+        if record is not None and state == READY else None,
+        ports=shown_ports(entry, record, ports, state),
     )
 
 
@@ -253,6 +253,7 @@ def _with_status(row: Listed, entry: Entry, checkout: Checkout,
 def _count_ahead(rows: list[Listed], heads: dict[str, list[tuple[int, str]]],
                  tips: dict[str, Tips | None], cache: dict[str, tuple[str, ...]]) -> None:
     """`ahead` of the rows `_with_status` left uncounted: one walk per repository."""
+    from ..core.git import Git
     from ..core.history import commits_since
 
     for common_dir, items in heads.items():
@@ -273,6 +274,7 @@ def _count_ahead(rows: list[Listed], heads: dict[str, list[tuple[int, str]]],
 def _finish_integration(rows: list[Listed], undecided: dict[str, list[tuple[int, str]]],
                         tips: dict[str, Tips | None], cache: dict[str, tuple[str, ...]]) -> None:
     """The expensive integration checks, a few git processes per repository."""
+    from ..core.git import Git
     from ..core.integration import finish_checks
 
     for common_dir, items in undecided.items():
@@ -302,6 +304,7 @@ def _integration(checkout: Checkout, inspection: Inspection,
 
 def _tips_by_repo(common_dirs: Iterable[str]) -> dict[str, Tips | None]:
     """The target tips of each repository, read once per listing."""
+    from ..core.git import Git
     from ..core.integration import read_tips
 
     found: dict[str, Tips | None] = {}
@@ -340,6 +343,8 @@ def rows(root: Root, buckets: Iterable[str], with_status: bool) -> list[Listed]:
             listed[i] = _replace(listed[i], state=ORPHANED, problem=exc.message, setup=None)
         except VwtError as exc:
             listed[i] = _replace(listed[i], problem=exc.message)
+    from ..core.git import map_parallel  # a listing without status starts no git
+
     order = list(checkouts)
     tips = _tips_by_repo(c.common_dir for c in checkouts.values())
     done = map_parallel(lambda i: _with_status(listed[i], found[i], checkouts[i], cache,
@@ -381,6 +386,7 @@ def status_of(claim: Claim) -> WorktreeStatus:
     landed = None
     own = None
     if target.checkout is not None:
+        from ..core.git import left_right_counts
         from ..core.integration import read_tips
 
         tips = read_tips(target.repo_git)

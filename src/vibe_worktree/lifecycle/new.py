@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 from ..core.errors import Interrupted, VwtError
 from ..core.layout import Root
+from ..core.light import NamedTuple
 from . import setup_state
 from .worktrees import Repo, open_repo
 

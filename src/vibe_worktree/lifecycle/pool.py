@@ -29,11 +29,11 @@ import os
 import re
 import time
 from collections.abc import Callable
-from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import VwtError, says_disk_full
 from ..core.layout import Root, ensure_dir, unlink_if_exists
+from ..core.light import NamedTuple
 from ..core.records import parse_timestamp, utc_now, write_json_atomically
 
 TYPE_CHECKING = False

@@ -16,12 +16,12 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import VwtError
 from ..core.files import write_atomically
 from ..core.layout import Root, bucket_name, ensure_dir
+from ..core.light import NamedTuple
 from ..core.locks import try_flock
 from ..core.records import utc_now, write_json_atomically
 from .pool import (

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import VwtError
 from ..core.files import write_atomically
 from ..core.layout import Root, ensure_dir, unlink_if_exists
+from ..core.light import NamedTuple
 from ..core.patterns import any_matches
 from .pool import CHANGED, Claimed, Warn, claim, contents
 

@@ -13,12 +13,12 @@ import json
 import os
 import time
 from collections.abc import Callable
-from typing import NamedTuple
 
 from ..core.errors import DiskFull, HeldError, InvalidName, VwtError
 from ..core.faults import checkpoint
 from ..core.git import map_parallel, update_refs
 from ..core.layout import Root
+from ..core.light import NamedTuple
 from ..core.locks import STARTING, Holder, prune_lock
 from ..core.records import CorruptRecord, read_limited
 from . import leasing, repair

@@ -25,10 +25,10 @@ import stat
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from fnmatch import fnmatchcase
-from typing import NamedTuple
 
 from ..core.errors import VwtError, disk_is_full
 from ..core.files import replace_in_folder
+from ..core.light import NamedTuple
 from ..core.patterns import any_matches
 
 DEFAULT_PATTERNS = (".venv/bin/*", ".venv/lib/python*/site-packages/*.pth", ".venv/pyvenv.cfg")

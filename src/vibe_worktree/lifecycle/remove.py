@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import GitFailed, HeldError, ValidationFailed, VwtError
 from ..core.faults import checkpoint
 from ..core.files import copy_index
 from ..core.layout import Claim, rmdir_if_empty, unlink_if_exists
+from ..core.light import NamedTuple
 from ..core.locks import REMOVING, Holder, acquire_holder, new_holder_id, prune_lock
 from ..core.proctable import Proc
 from ..core.records import Record, Recovery, utc_now, write_recovery

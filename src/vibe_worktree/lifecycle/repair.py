@@ -14,12 +14,12 @@ import os
 import re
 import time
 from collections.abc import Callable
-from typing import NamedTuple
 
 from ..core import git as g
 from ..core.errors import VwtError
 from ..core.git import commit_of, head_commit
 from ..core.layout import Claim, Root, is_empty_dir, rmdir_if_empty, unlink_if_exists
+from ..core.light import NamedTuple
 from ..core.locks import STARTING
 from ..core.records import write_record
 from . import adoption

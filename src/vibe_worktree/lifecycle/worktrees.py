@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import NamedTuple
 
-from ..core import git as g
 from ..core.errors import NotARepository, NotFound, ValidationFailed, VwtError
 from ..core.layout import (
     Claim,
@@ -16,10 +14,13 @@ from ..core.layout import (
     bucket_name,
     first_planted,
 )
+from ..core.light import NamedTuple
 from ..core.records import CorruptRecord, Record, Recovery, read_record, read_recovery
+from ..core.repo_dirs import discover_without_git
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ..core import git as g
     from ..core.locks import Holder
 
 READY = "ready"
@@ -42,6 +43,7 @@ class Repo(NamedTuple):
 
     @property
     def git(self) -> g.Git:
+        from ..core import git as g
         return g.Git(self.info.repo_root)
 
     def claim(self, name: str) -> Claim:
@@ -49,7 +51,12 @@ class Repo(NamedTuple):
 
 
 def open_repo(root: Root, cwd: str) -> Repo:
-    return Repo(root, g.discover(cwd))
+    found = discover_without_git(cwd)  # the usual layouts: no git runner to import
+    if found is None:
+        from ..core import git as g
+
+        found = g.discover(cwd)
+    return Repo(root, found)
 
 
 class Here:
@@ -225,6 +232,7 @@ class Checkout(NamedTuple):
 
     @property
     def git(self) -> g.Git:
+        from ..core import git as g
         return g.Git(self.path)
 
 
@@ -310,6 +318,7 @@ def repo_git_for(claim: Claim, record: Record | Recovery | None,
                  checkout: Checkout | None) -> g.Git:
     """A git runner for the claim's repository (the one its record or recovery record
     names), proven to map to the claim's bucket."""
+    from ..core import git as g
     if checkout is not None:
         return g.Git(checkout.common_dir)
     if record is None or not os.path.isdir(record.repo_root):
@@ -355,6 +364,7 @@ def filter_drivers(checkout: Checkout, cache: dict[str, tuple[str, ...]] | None 
     One git call per repository when `cache` is shared, unless worktrees may
     carry config of their own; then each checkout is asked.
     """
+    from ..core import git as g
     if cache is not None and checkout.common_dir in cache:
         drivers = cache[checkout.common_dir]
     else:
@@ -366,6 +376,7 @@ def filter_drivers(checkout: Checkout, cache: dict[str, tuple[str, ...]] | None 
 
 def _submodule_filter_drivers(checkout: Checkout) -> set[str]:
     """Filter drivers defined in the configs of submodules, which `git status` visits."""
+    from ..core import git as g
     found: set[str] = set()
     for modules in (f"{checkout.common_dir}/modules", f"{checkout.admin_dir}/modules"):
         if not os.path.isdir(modules):
@@ -380,6 +391,7 @@ def _submodule_filter_drivers(checkout: Checkout) -> set[str]:
 def housekeeping_git(checkout: Checkout, cache: dict[str, tuple[str, ...]] | None = None
                      ) -> g.Git:
     """A git runner for the checkout that never runs the repository's filter commands."""
+    from ..core import git as g
     return g.Git(checkout.path, neutralised_filters=filter_drivers(checkout, cache))
 
 
@@ -389,6 +401,7 @@ def inspect_checkout(checkout: Checkout, record: Record,
     """`target_ref`: also count (behind, own) against that local branch, in the same
     `git status` (a listing's integration check then needs no `rev-list` of its own).
     `count_ahead=False`: leave `ahead` 0 for the caller, who counts many at once."""
+    from ..core import git as g
     git = housekeeping_git(checkout, cache)
     st = g.status(git, (record.branch, target_ref) if target_ref else None)
     ahead = 0
@@ -411,6 +424,7 @@ def rebase_in_progress(checkout: Checkout) -> bool:
 
 def inspect_missing(repo_git: g.Git, record: Record) -> Inspection:
     """A record whose checkout is gone: only commits on its branch can still be lost."""
+    from ..core import git as g
     tip = g.branch_tip(repo_git, record.branch)
     ahead = g.count_commits(repo_git, record.base_commit, tip) if tip and record.base_commit else 0
     return Inspection(0, 0, ahead, tip, record.branch)

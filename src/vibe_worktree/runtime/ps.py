@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from ..core.errors import VwtError
 from ..core.layout import Root
+from ..core.light import NamedTuple
 from ..core.proctable import Listener, Table, scan
 from ..lifecycle.leasing import PortFinder
 from ..lifecycle.listing import shown_ports

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from ..errors import GitFailed, NotARepository
+from ..light import NamedTuple
 from ..processes import Finished
 from ..repo_dirs import RepoInfo, discover_without_git
 from .runner import Git, finish

@@ -9,9 +9,9 @@ import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import NamedTuple
 
 from ..errors import says_disk_full
+from ..light import NamedTuple
 from ..processes import Finished
 from .refs import GITLINK, blob_contents, changed_paths, rev_parse, tree_entries
 from .runner import Git, first_line, repo_filter_drivers

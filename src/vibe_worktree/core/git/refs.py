@@ -6,9 +6,9 @@ Nothing here touches a checkout's files or index.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
 
 from ..errors import GitFailed, says_disk_full
+from ..light import NamedTuple
 from ..processes import TimedOut
 from .runner import SNAPSHOT_IDENTITY, Git, first_line
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from functools import cache
-from typing import NamedTuple
 
 from ..errors import DiskFull, GitFailed, VwtError, says_disk_full
+from ..light import NamedTuple
 from ..processes import Finished, Process, find_program
 
 TYPE_CHECKING = False
