@@ -113,12 +113,20 @@ def test_no_import_runs_up_a_floor():
     assert not upward, upward
 
 
+def _across(packages: set[str]) -> list[str]:
+    """Imports from one of `packages` into another."""
+    return [f"{name} imports {used}" for name, used_all in GRAPH.items()
+            for used in sorted(used_all)
+            if name.split(".")[0] in packages and used.split(".")[0] in packages
+            and used.split(".")[0] != name.split(".")[0]]
+
+
 def test_no_front_end_imports_another():
-    across = [f"{name} imports {used}" for name, used_all in GRAPH.items()
-              for used in sorted(used_all)
-              if name.split(".")[0] in FRONT_ENDS and used.split(".")[0] in FRONT_ENDS
-              and used.split(".")[0] != name.split(".")[0]]
-    assert not across, across
+    assert not _across(FRONT_ENDS), _across(FRONT_ENDS)
+
+
+def test_the_packages_above_the_work_do_not_import_each_other():
+    assert not _across(FLOORS[2]), _across(FLOORS[2])
 
 
 def test_no_circle_between_files():
@@ -129,6 +137,17 @@ def test_no_source_file_is_over_800_lines():
     long = {name or "__init__": n for name, path in MODULES.items()
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert not long, long
+
+
+def test_the_facade_stays_thin_and_the_cli_modules_small():
+    """The facade's methods are one call each into the module that does the work; a command
+    group's module only turns arguments into facade calls and prints."""
+    def lines(path: Path) -> int:
+        return len(path.read_text(encoding="utf-8").splitlines())
+
+    assert lines(PACKAGE / "api.py") <= 500
+    big = {path.name: n for path in (PACKAGE / "cli").glob("*.py") if (n := lines(path)) > 300}
+    assert not big, big
 
 
 def test_the_checks_see_what_they_look_for():
