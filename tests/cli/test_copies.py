@@ -4,9 +4,13 @@ links, modes and times kept, nothing outside the source read."""
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
+import pytest
+
 from conftest import Repo, Sandbox, Vwt
+from vibe_worktree.lifecycle import copies
 from vibe_worktree.lifecycle.copies import copy_files, walk
 
 
@@ -96,7 +100,20 @@ def test_a_symlinked_folder_in_the_destination_is_never_written_through(tmp_path
     assert result.copied == [] and list(elsewhere.iterdir()) == []
 
 
-def test_many_files_are_copied_in_parallel_by_clone_or_in_kernel_copy(tmp_path: Path) -> None:
+@pytest.mark.parametrize("slow_disk", [False, True], ids=["one thread", "threads"])
+def test_many_files_are_copied_by_clone_or_in_kernel_copy_on_a_fast_or_a_slow_disk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow_disk: bool) -> None:
+    """After the first files, a slow disk hands the rest to threads, a fast one keeps them
+    on the calling thread: either way every file arrives, once."""
+    monkeypatch.setattr(copies, "SLOW_FILE", 0.0 if slow_disk else 60.0)
+    threads: set[int] = set()
+    copy_one = copies.copy_one
+
+    def counted(*args: object, **kwargs: object) -> bool:
+        threads.add(threading.get_ident())
+        return copy_one(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(copies, "copy_one", counted)
     source, dest = tmp_path / "src", tmp_path / "dst"
     for i in range(600):
         folder = source / f"pkg{i % 30}"
@@ -106,7 +123,8 @@ def test_many_files_are_copied_in_parallel_by_clone_or_in_kernel_copy(tmp_path: 
     result = copy_files(str(source), str(dest), walk(str(source), "pkg0")
                         + [p for i in range(1, 30) for p in walk(str(source), f"pkg{i}")],
                         lambda m: None)
-    assert len(result.copied) == 600
+    assert len(result.copied) == 600 == len(set(result.copied))
     assert (dest / "pkg7" / "f7.js").read_text() == "7\n" * 50
+    assert (len(threads) > 1) == slow_disk, threads
     if hasattr(os, "copy_file_range"):
         assert set(result.methods) & {"clone", "copy_file_range"}
