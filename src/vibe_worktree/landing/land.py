@@ -25,6 +25,7 @@ from ..core.layout import Claim
 from ..core.light import NamedTuple
 from ..core.locks import Holder, acquire_holder, new_holder_id, prune_lock
 from ..core.names import path_segment_problem
+from ..core.signals import stops_deferred
 from ..lifecycle.remove import Target, inspect, target_for, tidy_claim_folders
 from ..lifecycle.settings import LandSettings
 from ..lifecycle.worktrees import READY, Repo, housekeeping_git, load_entry, validate_checkout
@@ -143,12 +144,15 @@ def land(repo: Repo, request: Request, out: Output) -> LandReport:
         out.done(result)
 
     job = _Job(repo, tips.branch, request, mine, new_holder_id("land"), out, _TrashBin())
-    held, place = _take_in_hand(job, [p.name for p in plan if p.error is None], finished,
-                                quietly=request.ready)
-    for p in plan:
-        if p.error is not None and not request.ready:
-            finished(LandResult(p.name, NOT_FOUND, message=p.error))
+    held: dict[str, Holder] = {}
+    place: Place | None = None
     try:
+        with stops_deferred():  # a stop now would leave the holds and the ticket behind
+            held, place = _take_in_hand(job, [p.name for p in plan if p.error is None],
+                                        finished, quietly=request.ready)
+        for p in plan:
+            if p.error is not None and not request.ready:
+                finished(LandResult(p.name, NOT_FOUND, message=p.error))
         if place is not None:
             _land_in_turn(job, place, held, finished)
     finally:
