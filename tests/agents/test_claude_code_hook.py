@@ -466,15 +466,6 @@ def _processes_in(path: Path) -> list[int]:
     return found
 
 
-def _command(pid: int) -> bytes:
-    """The process's command line (empty once it is gone)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            return handle.read()
-    except OSError:
-        return b""
-
-
 def _hook_holders(repo: Repo, name: str) -> list[str]:
     return [h for h in _holder_files(repo, name) if h.startswith("hook-")]
 
@@ -490,8 +481,7 @@ def test_a_background_hook_is_stopped_when_its_agent_dies(vwt, repo, sandbox, fa
     host = fake_host(payload("WorktreeCreate", cwd=repo.path, name="busy"))
     path = Path(host.out.strip())
     # the supervisor and `sleep 30`, which the shell starts only once its `trap` is set
-    wait_until(lambda: any(_command(pid).startswith(b"sleep") for pid in _processes_in(path)),
-               10)
+    wait_until(lambda: _sleeping_in(path), 10)
     assert len(_hook_holders(repo, "busy")) == 1
     host.kill()
     took = wait_until(lambda: not _processes_in(path) and not _hook_holders(repo, "busy"), 2.5)
