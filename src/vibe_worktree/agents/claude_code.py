@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..core.errors import EXIT_ERROR, EXIT_OK, VwtError
 from ..core.host import find_host
 from ..core.layout import Root, claim_containing, resolve_home
+from ..core.light import NamedTuple
 from ..core.names import branch_name_problem, candidate_names, path_segment_problem, slugify
 from ..sessions import activity
 from .hook_input import close_stdin, read_object

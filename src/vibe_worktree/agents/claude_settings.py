@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..core.errors import EXIT_USAGE, VwtError
-from .settings_files import runs_vwt, vwt_command, write_settings
+from ..core.light import NamedTuple
+from .settings_files import Installed, runs_vwt, vwt_command, write_settings
 
 SCOPES = ("user", "project", "local")
 EVENTS = ("WorktreeCreate", "WorktreeRemove", "UserPromptSubmit", "PreToolUse",
@@ -100,18 +101,6 @@ def _load(path: str) -> dict[str, Any] | None:
 
 
 # -- install / uninstall -------------------------------------------------------------------
-class Installed(NamedTuple):
-    path: str
-    added: list[str]  # the events whose entry was added
-    removed: list[str]  # the events whose entry was taken out
-    changed: bool
-    text: str  # the resulting file
-
-    def to_json(self) -> dict[str, object]:
-        return {"path": self.path, "added": self.added, "removed": self.removed,
-                "changed": self.changed}
-
-
 def hook_command() -> str:
     """`vwt hook claude-code`, by the absolute path when needed (settings_files)."""
     return vwt_command(HOOK_ARGS)

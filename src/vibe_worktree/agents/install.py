@@ -13,7 +13,7 @@ from . import claude_settings
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..api import Worktrees
-    from . import vibe_settings
+    from .settings_files import Installed
 
 
 def project_dir(wt: Worktrees) -> str:
@@ -31,7 +31,7 @@ def change_settings(wt: Worktrees, agent: str, scope: str, *, install: bool, dry
     if agent == "vibe":
         from . import vibe_settings
 
-        result: claude_settings.Installed | vibe_settings.Installed = vibe_settings.change(
+        result: Installed = vibe_settings.change(
             vibe_settings.hooks_path(scope, wt.root.home, project), install, dry_run)
     else:
         result = claude_settings.change(claude_settings.settings_path(scope, project),

@@ -7,7 +7,23 @@ import os
 import shlex
 import sys
 
+from ..core.light import NamedTuple
+
 _PROGRAMS = ("vwt", "vibe-worktree")
+
+
+class Installed(NamedTuple):
+    """What `install` or `uninstall` did to one agent's settings file."""
+
+    path: str
+    added: list[str]  # the events (hook types) whose entry was added
+    removed: list[str]  # the events (hook types) whose entry was taken out
+    changed: bool
+    text: str  # the resulting file
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": self.path, "added": self.added, "removed": self.removed,
+                "changed": self.changed}
 
 
 def vwt_command(args: tuple[str, ...]) -> str:

@@ -15,11 +15,12 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from ..core import git as g
 from ..core.errors import EXIT_OK, VwtError
 from ..core.layout import Claim, Root, claim_containing, resolve_home
+from ..core.light import NamedTuple
 from ..core.records import CorruptRecord, read_record
 from .hook_input import NoInput, read_object
 

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..core.errors import EXIT_USAGE, VwtError
-from .settings_files import runs_vwt, vwt_command, write_settings
+from ..core.light import NamedTuple
+from .settings_files import Installed, runs_vwt, vwt_command, write_settings
 
 SCOPES = ("user", "project")
 HOOK_ARGS = ("hook", "vibe")
@@ -57,18 +58,6 @@ def hooks_path(scope: str, home: str, project: str) -> str:
     if scope == "project":
         return os.path.join(project, ".vibe", "hooks.toml")
     raise VwtError(f"unknown scope {scope!r}; use one of {', '.join(SCOPES)}", EXIT_USAGE)
-
-
-class Installed(NamedTuple):
-    path: str
-    added: list[str]  # the event types whose entry was added
-    removed: list[str]  # the event types whose entry was taken out
-    changed: bool
-    text: str  # the resulting file
-
-    def to_json(self) -> dict[str, object]:
-        return {"path": self.path, "added": self.added, "removed": self.removed,
-                "changed": self.changed}
 
 
 def hook_command() -> str:

@@ -8,10 +8,11 @@ can read, and the API's own JSON document.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..api import Worktrees
 from ..core.errors import NotFound, VwtError
+from ..core.light import NamedTuple
 from ..core.names import path_segment_problem
 from ..lifecycle.worktrees import load_entry
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, NamedTuple
+from typing import Any
 
+from ..core.light import NamedTuple
 from ..core.records import utc_now
 
 LEFTOVER_WAIT = 5.0  # for what the keeper killed to let go of the output pipe

@@ -28,7 +28,9 @@ import os
 import stat
 import sys
 from collections.abc import Collection
-from typing import Any, NamedTuple
+from typing import Any
+
+from ..core.light import NamedTuple
 
 CURSOR = ".cursor/worktrees.json"
 CONDUCTOR = "conductor.json"
