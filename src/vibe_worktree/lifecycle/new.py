@@ -42,20 +42,9 @@ class Request(NamedTuple):
 
 
 def create(root: Root, cwd: str, out: Output, request: Request) -> Created:
-    """Create a worktree (or reuse NAME after validating it).
-
-    The request's `hooks`: run the post_create hooks of a new worktree. `ask`: called with an
-    unapproved project hook, True runs and approves it; without it such a hook is
-    skipped with a warning. `sparse`: folders of a cone-mode sparse checkout (None:
-    `sparse` of the start point's `.vibe/worktree.toml`, if any). `pr`: start from pull
-    request N of the remote, in branch `pr-N` (NAME defaults to `pr-N`). `carry`: copy
-    the uncommitted work of the checkout containing `cwd` into the new worktree (a new
-    branch from that checkout's HEAD, or `from_ref` when the work applies to it cleanly);
-    `move`: the same, then take that work out of the source (saved first to
-    `refs/vibe/carried/NAME`). See `Created.carried`. `host`: the agent process this
-    worktree is made for; its post_create hooks are stopped when it dies (a foreground
-    one then raises `hooks.AgentGone`, the worktree left as made so far).
-    """
+    """Create a worktree (or reuse NAME after validating it): the course of `vwt new`.
+    What each field of the request means is in `Worktrees.create` (api.py), which
+    builds it."""
     from . import create as _create  # only creating pays for it
 
     name, prompt, branch, from_ref, fetch, hooks, ask, sparse, pr, carry, move, host = request

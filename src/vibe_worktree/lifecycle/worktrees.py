@@ -18,6 +18,8 @@ from ..core.light import NamedTuple
 from ..core.records import CorruptRecord, Record, Recovery, read_record, read_recovery
 from ..core.repo_dirs import discover_without_git
 
+# The git runner is imported by the functions that run git, not here: `vwt list --no-status`
+# and `vwt env` read records only, and its import is about a twentieth of them (B6).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..core import git as g
